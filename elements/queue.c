@@ -1,0 +1,50 @@
+// queue: a link with room for more buffers and a drop policy. The element
+// only forwards; the capacity and leak policy are set on its input link,
+// where the scheduler applies them.
+#include "reel/reel.h"
+
+typedef struct queue_priv {
+    int max_size;
+    int leaky;
+} queue_priv;
+
+static const reel_enum_value leaky_values[] = {
+    { "no", REEL_LEAKY_NO, "when full, upstream waits" },
+    { "upstream", REEL_LEAKY_UPSTREAM, "when full, drop the incoming buffer" },
+    { "downstream", REEL_LEAKY_DOWNSTREAM, "when full, drop the oldest queued buffer" },
+    { NULL },
+};
+
+static const reel_prop props[] = {
+    { "max-size", REEL_PROP_INT, offsetof(queue_priv, max_size), "64", 1, 1 << 20,
+      .help = "buffers held before upstream waits (or, when leaky, drops)" },
+    { "leaky", REEL_PROP_ENUM, offsetof(queue_priv, leaky), "no", .values = leaky_values,
+      .help = "what to do when full" },
+    { NULL },
+};
+
+static int start(reel_element *e)
+{
+    queue_priv *q = reel_element_priv(e);
+    reel_element_configure_input(e, 0, q->max_size, q->leaky);
+    return 0;
+}
+
+static int process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    return reel_element_push(e, 0, buf);
+}
+
+const reel_element_class reel_queue_class = {
+    .name = "queue",
+    .description = "Holds up to max-size buffers between two elements; optionally drops when full",
+    .flags = REEL_CLASS_PASSTHROUGH,
+    .priv_size = sizeof(queue_priv),
+    .props = props,
+    .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "any", .output_caps = "any",
+    .start = start,
+    .process = process,
+};

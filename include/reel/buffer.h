@@ -1,0 +1,104 @@
+// reel — buffers: refcounted video frames, encoded packets and tensors.
+#ifndef REEL_BUFFER_H
+#define REEL_BUFFER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caps.h"
+
+#define REEL_MAX_PLANES 4
+#define REEL_PTS_NONE INT64_MIN
+
+typedef struct reel_pool reel_pool;
+typedef struct reel_meta reel_meta;
+
+// A type of metadata. Declare one `static const reel_meta_type` per kind; its
+// address is the type's identity.
+typedef struct reel_meta_type {
+    const char *name;
+    void (*free)(void *data);            // may be NULL
+    void *(*copy)(const void *data);     // NULL: the meta is dropped by reel_buffer_copy()
+} reel_meta_type;
+
+// A buffer. Fields are written by the producer before it pushes the buffer
+// and are read-only afterwards; a consumer that wants to change the contents
+// calls reel_buffer_make_writable() first.
+typedef struct reel_buffer {
+    reel_caps format;          // fixed: what these bytes are
+    uint8_t *data;             // start of the allocation
+    size_t size;               // bytes used (packets) or allocated (frames, tensors)
+    uint8_t *planes[REEL_MAX_PLANES]; // video: plane starts
+    int strides[REEL_MAX_PLANES];     // video: bytes per row of each plane
+
+    int64_t pts, duration;     // in time_base units; REEL_PTS_NONE when unknown
+    reel_fraction time_base;
+    int stream_id;
+    int64_t frame_number;
+    unsigned flags;            // REEL_BUFFER_FLAG_*
+
+    // private to reel
+    atomic_int refcount_;
+    reel_pool *pool_;
+    reel_meta *meta_;
+} reel_buffer;
+
+enum {
+    REEL_BUFFER_FLAG_KEYFRAME = 1 << 0,
+    REEL_BUFFER_FLAG_CORRUPT = 1 << 1,
+    REEL_BUFFER_FLAG_DISCONT = 1 << 2,
+};
+
+// A buffer of `size` bytes of host memory, zeroed, not from a pool; refcount 1.
+reel_buffer *reel_buffer_new(size_t size);
+
+// A buffer holding one frame or tensor of fixed format `f`: planes and strides
+// are set for raw video (rows aligned to 64 bytes), size from the shape for
+// tensors. Returns NULL when f is not fixed or too large (REEL_ENOMEM).
+reel_buffer *reel_buffer_new_format(const reel_caps *f);
+
+// Thread-safety: ref and unref may be called from any thread.
+reel_buffer *reel_buffer_ref(reel_buffer *b);
+// Drops one reference and sets *b to NULL; the last one returns the buffer to
+// its pool or frees it. NULL-safe.
+void reel_buffer_unref(reel_buffer **b);
+
+// Whether the caller holds the only reference.
+bool reel_buffer_is_writable(const reel_buffer *b);
+// Replaces *b with a writable buffer of the same contents and metadata
+// (a copy when *b is shared). Returns 0 or REEL_ENOMEM.
+int reel_buffer_make_writable(reel_buffer **b);
+// A deep copy with refcount 1 (contents, fields and copyable metadata).
+reel_buffer *reel_buffer_copy(const reel_buffer *b);
+
+// Attaches metadata; the buffer takes ownership of data (freed with
+// type->free). Several metas of one type may be attached.
+void reel_buffer_add_meta(reel_buffer *b, const reel_meta_type *type, void *data);
+// The first meta of `type`, or NULL.
+void *reel_buffer_get_meta(const reel_buffer *b, const reel_meta_type *type);
+// Iterates metas of one type (type NULL: all): pass NULL for the first call.
+reel_meta *reel_buffer_next_meta(const reel_buffer *b, reel_meta *prev,
+                                 const reel_meta_type *type, void **data);
+
+// Pools recycle buffers of one fixed format: the last unref of a pooled
+// buffer puts it back. A pool lives until it is released and its last
+// buffer comes back.
+reel_pool *reel_pool_new(const reel_caps *format);
+// Returns a recycled or new buffer (refcount 1, metadata cleared, fields reset),
+// or NULL when the format cannot be allocated.
+reel_buffer *reel_pool_acquire(reel_pool *pool);
+// The owner's release; NULL-safe, sets *pool to NULL.
+void reel_pool_release(reel_pool **pool);
+
+// Process-wide counts, for tests and leak checks: buffers alive (allocated
+// and not freed or returned to a pool) now and at most since the last reset.
+typedef struct reel_buffer_stats {
+    long live, peak_live;
+    long allocated;  // buffers created (not recycled) so far
+} reel_buffer_stats;
+reel_buffer_stats reel_buffer_get_stats(void);
+void reel_buffer_reset_peak(void);
+
+#endif

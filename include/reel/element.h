@@ -1,0 +1,200 @@
+// reel — elements: the classes that make up a pipeline, and the API an
+// element implementation uses at run time.
+#ifndef REEL_ELEMENT_H
+#define REEL_ELEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <glib.h>
+
+#include "buffer.h"
+#include "caps.h"
+
+typedef struct reel_element reel_element;
+typedef struct reel_pipeline reel_pipeline;
+
+// ---- properties ------------------------------------------------------------
+//
+// A property table is data: the framework parses text into the element's
+// private struct at `offset`, checks ranges and enum names, and `reel inspect`
+// prints it. Strings are g_strdup'ed into a `char *` field and freed by the
+// framework.
+
+typedef enum reel_prop_type {
+    REEL_PROP_INT,      // int
+    REEL_PROP_DOUBLE,   // double
+    REEL_PROP_BOOL,     // bool
+    REEL_PROP_STRING,   // char *
+    REEL_PROP_ENUM,     // int, one of `values`
+    REEL_PROP_FRACTION, // reel_fraction, "30/1", "30" or "29.97"
+    REEL_PROP_SIZE,     // reel_size, "640x360"
+    REEL_PROP_TYPE_COUNT,
+} reel_prop_type;
+
+typedef struct reel_enum_value {
+    const char *name;
+    int value;
+    const char *help;
+} reel_enum_value;
+
+typedef struct reel_prop {
+    const char *name;
+    reel_prop_type type;
+    size_t offset;
+    // Default, as the text a user would write; NULL: zero/NULL.
+    const char *def;
+    // Inclusive range for INT and DOUBLE; min == max == 0 means unbounded.
+    double min, max;
+    const reel_enum_value *values; // ENUM: terminated by {NULL}
+    const char *help;
+} reel_prop;
+
+// "int", "enum", ...
+const char *reel_prop_type_name(reel_prop_type t);
+// What a valid value looks like ("an integer in 1..100", "one of: a, b").
+// Caller frees (g_free).
+char *reel_prop_describe_values(const reel_prop *prop);
+
+// ---- classes ---------------------------------------------------------------
+
+#define REEL_PADS_ANY (-1)
+
+enum {
+    // Sources that block on I/O (or pace to a clock) get a thread of their
+    // own instead of a worker of the pool.
+    REEL_CLASS_BLOCKING = 1 << 0,
+    // Caps pass through unchanged: what downstream wants is what this element
+    // wants upstream, and its outputs carry its input format.
+    REEL_CLASS_PASSTHROUGH = 1 << 1,
+};
+
+typedef struct reel_element_class {
+    const char *name;
+    const char *description;
+    unsigned flags;
+    size_t priv_size;
+    const reel_prop *props; // terminated by {NULL}; may be NULL
+
+    // Pad contract: how many inputs and outputs (max REEL_PADS_ANY: any
+    // number, requested by linking) and which formats each side accepts, as
+    // caps text ("video/raw", "any").
+    int min_inputs, max_inputs;
+    int min_outputs, max_outputs;
+    const char *input_caps, *output_caps;
+
+    // All optional. `e`'s private struct is allocated zeroed and holds the
+    // property defaults before init. uninit is called even after a failed init.
+    int (*init)(reel_element *e);
+    void (*uninit)(reel_element *e);
+
+    // Negotiation, pass 1 (sinks to sources): narrow *want, pre-filled with
+    // the input template, to what this element would like on input `pad`
+    // (reel_element_output_want() tells what downstream asked for). The
+    // framework then intersects it with downstream's wishes for
+    // PASSTHROUGH elements.
+    int (*want)(reel_element *e, int pad, reel_caps *want);
+    // Negotiation, pass 2 (sources to sinks): with every input format fixed
+    // (reel_element_input_format()), fix each output format. *out is
+    // pre-filled with the output template intersected with what downstream
+    // wants (reel_element_output_want()). Leave a field open and the
+    // framework fixes it from downstream's wish when it can, else fails.
+    int (*configure)(reel_element *e, int pad, reel_caps *out);
+
+    // Run: start after negotiation; process gets one input buffer (ownership
+    // passes to the callee, also on failure) or, for sources, pad -1 and NULL
+    // each time one output buffer is wanted: return REEL_EOS when done.
+    // flush is called once when every input has ended, before EOS goes
+    // downstream. stop is called once after the run, on success, error or
+    // interruption alike: sinks finalize their outputs there.
+    int (*start)(reel_element *e);
+    int (*process)(reel_element *e, int pad, reel_buffer *buf);
+    int (*flush)(reel_element *e);
+    void (*stop)(reel_element *e);
+} reel_element_class;
+
+// ---- the registry ----------------------------------------------------------
+
+// Registers a class (static storage; names are unique). Returns REEL_EINVAL
+// when the name is taken. Thread-safety: call before building pipelines.
+int reel_element_class_register(const reel_element_class *klass);
+// The class called `name`, or NULL.
+const reel_element_class *reel_element_class_find(const char *name);
+// Every registered class, sorted by name; NULL-terminated, owned by reel.
+const reel_element_class *const *reel_element_class_list(void);
+// The property called `name` of a class, or NULL.
+const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const char *name);
+
+// ---- element instances -----------------------------------------------------
+
+// A new element of class `klass` named `name` (NULL: class name plus a
+// number). Returns NULL and sets *error when init fails.
+reel_element *reel_element_new(const reel_element_class *klass, const char *name, GError **error);
+// Frees an element not added to a pipeline. NULL-safe; sets *e to NULL.
+void reel_element_destroy(reel_element **e);
+
+const char *reel_element_name(const reel_element *e);
+const reel_element_class *reel_element_get_class(const reel_element *e);
+void *reel_element_priv(reel_element *e);
+reel_pipeline *reel_element_pipeline(reel_element *e);
+
+// Sets a property from its text form, checked against the table. On failure
+// returns REEL_EINVAL and sets *error with a message that names the element,
+// the property and the accepted values (and a close name when unknown).
+int reel_element_set(reel_element *e, const char *prop, const char *value, GError **error);
+// The property's current value as text (g_free it), or NULL if unknown.
+char *reel_element_get(reel_element *e, const char *prop);
+
+// Number of linked inputs/outputs.
+int reel_element_n_inputs(const reel_element *e);
+int reel_element_n_outputs(const reel_element *e);
+
+// Negotiated formats, valid from `configure` (inputs) and `start` (all).
+const reel_caps *reel_element_input_format(const reel_element *e, int pad);
+const reel_caps *reel_element_output_format(const reel_element *e, int pad);
+// What the element linked to output `pad` asked for in pass 1.
+const reel_caps *reel_element_output_want(const reel_element *e, int pad);
+
+// A buffer of output `pad`'s negotiated format from the pad's pool.
+// Returns NULL (and reports REEL_ENOMEM) on failure.
+reel_buffer *reel_element_alloc(reel_element *e, int pad);
+
+// Hands `buf` to the element linked to output `pad` (ownership passes, also
+// on failure). Returns 0, or REEL_ESTOPPED when the pipeline is stopping.
+// Thread-safety: only from the element's own callbacks.
+int reel_element_push(reel_element *e, int pad, reel_buffer *buf);
+
+// Reports a failure: posts an error naming the element on the bus and returns
+// `code`, so that `return reel_element_error(e, REEL_EIO, "...", ...)` reads well.
+int reel_element_error(reel_element *e, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+void reel_element_warning(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+// Posts an informational message (for example a checksum at end of stream).
+void reel_element_info(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+// Whether the pipeline asked its sources to stop (EOS or abort). Blocking
+// sources check this to end a wait early.
+bool reel_element_should_stop(const reel_element *e);
+
+// Sleeps until the monotonic time `deadline_us` (g_get_monotonic_time())
+// or until the pipeline stops, whichever is first. Returns false when woken
+// by a stop. For blocking sources that pace themselves.
+bool reel_element_wait_until(reel_element *e, int64_t deadline_us);
+
+// Whether this source runs on a thread of its own instead of the pool's
+// workers: for sources that block on I/O or pace themselves. Defaults to the
+// class's REEL_CLASS_BLOCKING flag; call from `start`.
+void reel_element_set_blocking(reel_element *e, bool blocking);
+
+// What happens when a link is full: wait (no), drop the newest buffer
+// (upstream) or the oldest queued one (downstream).
+typedef enum reel_leaky {
+    REEL_LEAKY_NO,
+    REEL_LEAKY_UPSTREAM,
+    REEL_LEAKY_DOWNSTREAM,
+} reel_leaky;
+
+// Sets the capacity (buffers) and drop policy of the link into input `pad`.
+// Call from `start`.
+void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky);
+
+#endif

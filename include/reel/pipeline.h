@@ -1,0 +1,78 @@
+// reel — pipelines: a graph of linked elements, negotiated and run by a pool
+// of worker threads.
+#ifndef REEL_PIPELINE_H
+#define REEL_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <glib.h>
+
+#include "bus.h"
+#include "element.h"
+
+typedef struct reel_pipeline reel_pipeline;
+
+typedef struct reel_pipeline_params {
+    int threads;        // workers in the pool; 0: one per core
+    int queue_size;     // default capacity (buffers) of every link; 0: 4
+    reel_bus_handler bus_handler; // may be NULL
+    void *bus_user;
+} reel_pipeline_params;
+
+#define reel_pipeline_params(...) (&(reel_pipeline_params){ __VA_ARGS__ })
+
+// An empty pipeline. Caller destroys it with reel_pipeline_destroy().
+reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params);
+// Stops it if running and frees it with its elements. NULL-safe.
+void reel_pipeline_destroy(reel_pipeline **p);
+
+// Adds an element; the pipeline takes ownership, also on failure. Fails
+// (REEL_EINVAL) when the name is already used in this pipeline.
+int reel_pipeline_add(reel_pipeline *p, reel_element *e, GError **error);
+// The element called `name`, or NULL.
+reel_element *reel_pipeline_find(reel_pipeline *p, const char *name);
+// Elements in the order they were added; NULL-terminated, owned by p.
+reel_element *const *reel_pipeline_elements(reel_pipeline *p);
+
+// Links the next free output of `src` to the next free input of `dst`.
+// Fails when either has no free pad left; the message names both.
+int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, GError **error);
+
+// Checks the graph (every element's pad counts, no cycles) and negotiates
+// formats. Errors name the elements involved. Called by start when needed.
+int reel_pipeline_prepare(reel_pipeline *p, GError **error);
+
+// Runs to the end: returns 0 after EOS, or the first error's code with
+// *error set to its message (which names the element).
+int reel_pipeline_run(reel_pipeline *p, GError **error);
+
+// Asynchronous form: start returns once the workers run; wait blocks until
+// the end and returns what run would.
+int reel_pipeline_start(reel_pipeline *p, GError **error);
+int reel_pipeline_wait(reel_pipeline *p, GError **error);
+
+// Asks every source to finish as if its input had ended: data in flight
+// drains, sinks finalize, run returns 0. Thread-safety: any thread; also safe
+// from a GLib signal source, not from a raw signal handler.
+void reel_pipeline_send_eos(reel_pipeline *p);
+// Stops at once: buffers in flight are dropped, sinks still finalize, run
+// returns REEL_ESTOPPED. Thread-safety: any thread.
+void reel_pipeline_abort(reel_pipeline *p);
+
+// Per-element figures of the last (or current) run.
+typedef struct reel_element_report {
+    const char *name;      // owned by the pipeline
+    const char *klass;
+    const char *device;    // where it ran ("cpu")
+    int64_t buffers_in, buffers_out;
+    int64_t busy_ns;       // time inside the element's callbacks
+    int64_t dropped;       // buffers a leaky link dropped on its way in
+    int64_t bytes_to_device, bytes_to_host;
+} reel_element_report;
+
+// Fills up to n entries in element order; returns the number of elements.
+int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
+// Wall time of the last run, in microseconds.
+int64_t reel_pipeline_wall_us(reel_pipeline *p);
+
+#endif

@@ -1,0 +1,18 @@
+// reel — video inference pipelines. Include this one header.
+#ifndef REEL_H
+#define REEL_H
+
+#include "buffer.h"
+#include "bus.h"
+#include "caps.h"
+#include "element.h"
+#include "error.h"
+#include "parse.h"
+#include "pipeline.h"
+#include <reel/version.h>
+
+// Registers the built-in elements. Call once before building pipelines;
+// later calls do nothing. Thread-safety: safe from any thread.
+void reel_init(void);
+
+#endif

@@ -1,0 +1,229 @@
+// Buffers: allocation with plane layout, refcounting, metadata.
+#include "pipeline/buffer_internal.h"
+#include "reel/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64
+// Largest frame side and tensor byte size accepted: beyond these the
+// format is an error, not an allocation attempt.
+#define MAX_SIDE 32768
+#define MAX_BYTES ((size_t)1 << 34)
+
+static atomic_long live_buffers, peak_buffers, allocated_buffers;
+
+void reel_buffer_count_(int delta)
+{
+    long now = atomic_fetch_add(&live_buffers, delta) + delta;
+    long peak = atomic_load(&peak_buffers);
+    while (now > peak && !atomic_compare_exchange_weak(&peak_buffers, &peak, now))
+        ;
+}
+
+reel_buffer_stats reel_buffer_get_stats(void)
+{
+    return (reel_buffer_stats){
+        .live = atomic_load(&live_buffers),
+        .peak_live = atomic_load(&peak_buffers),
+        .allocated = atomic_load(&allocated_buffers),
+    };
+}
+
+void reel_buffer_reset_peak(void)
+{
+    atomic_store(&peak_buffers, atomic_load(&live_buffers));
+}
+
+static size_t align_up(size_t n)
+{
+    return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+// Byte size of a fixed format, and for raw video its plane layout.
+static bool layout(const reel_caps *f, size_t offsets[REEL_MAX_PLANES], int strides[REEL_MAX_PLANES],
+                   size_t *size)
+{
+    if (f->media == REEL_MEDIA_VIDEO_RAW) {
+        if (f->width > MAX_SIDE || f->height > MAX_SIDE)
+            return false;
+        reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
+        size_t total = 0;
+        for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+            size_t stride = align_up(reel_pixfmt_row_bytes(pf, p, f->width));
+            offsets[p] = total;
+            strides[p] = (int)stride;
+            total += align_up(stride * (size_t)reel_pixfmt_plane_height(pf, p, f->height));
+        }
+        *size = total;
+        return true;
+    }
+    if (f->media == REEL_MEDIA_TENSOR) {
+        size_t n = reel_dtype_size(f->dtype);
+        for (int i = 0; i < f->rank; i++)
+            if (__builtin_mul_overflow(n, (size_t)f->shape[i], &n) || n > MAX_BYTES)
+                return false;
+        *size = n;
+        return true;
+    }
+    return false;
+}
+
+static reel_buffer *buffer_with_storage(size_t size)
+{
+    reel_buffer *b = g_new0(reel_buffer, 1);
+    b->data = aligned_alloc(ALIGN, align_up(size ? size : 1));
+    if (!b->data) {
+        g_free(b);
+        return NULL;
+    }
+    memset(b->data, 0, align_up(size ? size : 1));
+    b->size = size;
+    b->pts = REEL_PTS_NONE;
+    atomic_init(&b->refcount_, 1);
+    atomic_fetch_add(&allocated_buffers, 1);
+    reel_buffer_count_(1);
+    return b;
+}
+
+reel_buffer *reel_buffer_new(size_t size)
+{
+    if (size > MAX_BYTES)
+        return NULL;
+    reel_buffer *b = buffer_with_storage(size);
+    if (b)
+        b->format = reel_caps_any();
+    return b;
+}
+
+reel_buffer *reel_buffer_alloc_(const reel_caps *f)
+{
+    size_t offsets[REEL_MAX_PLANES] = { 0 }, size;
+    int strides[REEL_MAX_PLANES] = { 0 };
+    if (!reel_caps_is_fixed(f) || !layout(f, offsets, strides, &size))
+        return NULL;
+    reel_buffer *b = buffer_with_storage(size);
+    if (!b)
+        return NULL;
+    b->format = *f;
+    for (int p = 0; p < REEL_MAX_PLANES && strides[p]; p++) {
+        b->planes[p] = b->data + offsets[p];
+        b->strides[p] = strides[p];
+    }
+    return b;
+}
+
+reel_buffer *reel_buffer_new_format(const reel_caps *f)
+{
+    return reel_buffer_alloc_(f);
+}
+
+void reel_buffer_clear_meta_(reel_buffer *b)
+{
+    reel_meta *m = b->meta_;
+    while (m) {
+        reel_meta *next = m->next;
+        if (m->type->free)
+            m->type->free(m->data);
+        g_free(m);
+        m = next;
+    }
+    b->meta_ = NULL;
+}
+
+void reel_buffer_free_(reel_buffer *b)
+{
+    reel_buffer_clear_meta_(b);
+    free(b->data);
+    g_free(b);
+    reel_buffer_count_(-1);
+}
+
+reel_buffer *reel_buffer_ref(reel_buffer *b)
+{
+    atomic_fetch_add_explicit(&b->refcount_, 1, memory_order_relaxed);
+    return b;
+}
+
+void reel_buffer_unref(reel_buffer **bp)
+{
+    reel_buffer *b = *bp;
+    *bp = NULL;
+    if (!b || atomic_fetch_sub_explicit(&b->refcount_, 1, memory_order_acq_rel) != 1)
+        return;
+    if (b->pool_ && reel_pool_return_(b->pool_, b))
+        return;
+    reel_buffer_free_(b);
+}
+
+bool reel_buffer_is_writable(const reel_buffer *b)
+{
+    return atomic_load(&((reel_buffer *)b)->refcount_) == 1;
+}
+
+reel_buffer *reel_buffer_copy(const reel_buffer *src)
+{
+    reel_buffer *b = reel_caps_is_fixed(&src->format) && src->format.media != REEL_MEDIA_VIDEO_ENCODED
+                         ? reel_buffer_alloc_(&src->format)
+                         : reel_buffer_new(src->size);
+    if (!b)
+        return NULL;
+    // Same layout either way, so one copy of the whole storage suffices.
+    memcpy(b->data, src->data, MIN(b->size, src->size));
+    b->size = src->size;
+    b->format = src->format;
+    b->pts = src->pts;
+    b->duration = src->duration;
+    b->time_base = src->time_base;
+    b->stream_id = src->stream_id;
+    b->frame_number = src->frame_number;
+    b->flags = src->flags;
+    void *data;
+    for (reel_meta *m = reel_buffer_next_meta(src, NULL, NULL, &data); m;
+         m = reel_buffer_next_meta(src, m, NULL, &data))
+        if (m->type->copy)
+            reel_buffer_add_meta(b, m->type, m->type->copy(data));
+    return b;
+}
+
+int reel_buffer_make_writable(reel_buffer **bp)
+{
+    if (reel_buffer_is_writable(*bp))
+        return 0;
+    reel_buffer *copy = reel_buffer_copy(*bp);
+    if (!copy)
+        return REEL_ENOMEM;
+    reel_buffer_unref(bp);
+    *bp = copy;
+    return 0;
+}
+
+void reel_buffer_add_meta(reel_buffer *b, const reel_meta_type *type, void *data)
+{
+    reel_meta *m = g_new0(reel_meta, 1);
+    m->type = type;
+    m->data = data;
+    reel_meta **tail = &b->meta_;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = m;
+}
+
+reel_meta *reel_buffer_next_meta(const reel_buffer *b, reel_meta *prev, const reel_meta_type *type,
+                                 void **data)
+{
+    for (reel_meta *m = prev ? prev->next : b->meta_; m; m = m->next) {
+        if (!type || m->type == type) {
+            if (data)
+                *data = m->data;
+            return m;
+        }
+    }
+    return NULL;
+}
+
+void *reel_buffer_get_meta(const reel_buffer *b, const reel_meta_type *type)
+{
+    void *data = NULL;
+    return reel_buffer_next_meta(b, NULL, type, &data) ? data : NULL;
+}

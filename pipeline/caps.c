@@ -1,0 +1,366 @@
+// Caps: sets of formats, their intersection, and their text form.
+#include "reel/caps.h"
+#include "reel/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    unsigned media;
+} media_names[] = {
+    { "video/raw", REEL_MEDIA_VIDEO_RAW },
+    { "video/encoded", REEL_MEDIA_VIDEO_ENCODED },
+    { "video", REEL_MEDIA_VIDEO_RAW | REEL_MEDIA_VIDEO_ENCODED },
+    { "tensor", REEL_MEDIA_TENSOR },
+    { "any", REEL_MEDIA_ANY },
+};
+
+reel_caps reel_caps_any(void)
+{
+    return (reel_caps){
+        .media = REEL_MEDIA_ANY,
+        .pixfmts = REEL_PIXFMT_MASK_ALL,
+        .memory = REEL_MEMORY_ANY,
+    };
+}
+
+bool reel_caps_is_empty(const reel_caps *c)
+{
+    return c->media == 0 || c->memory == 0;
+}
+
+static bool single_bit(uint64_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+bool reel_caps_is_fixed(const reel_caps *c)
+{
+    if (!single_bit(c->media) || !single_bit(c->memory))
+        return false;
+    switch (c->media) {
+    case REEL_MEDIA_VIDEO_RAW:
+        return single_bit(c->pixfmts) && c->width > 0 && c->height > 0 && c->framerate.den > 0;
+    case REEL_MEDIA_VIDEO_ENCODED:
+        return c->codec[0] != '\0';
+    case REEL_MEDIA_TENSOR:
+        if (c->dtype == REEL_DTYPE_NONE || c->rank <= 0)
+            return false;
+        for (int i = 0; i < c->rank; i++)
+            if (c->shape[i] <= 0)
+                return false;
+        return true;
+    }
+    return false;
+}
+
+// Merges one "0 means any" field; false on a conflict.
+static bool merge_int(int a, int b, int *out)
+{
+    if (a && b && a != b)
+        return false;
+    *out = a ? a : b;
+    return true;
+}
+
+bool reel_caps_intersect(const reel_caps *a, const reel_caps *b, reel_caps *out)
+{
+    reel_caps r = { 0 };
+    r.media = a->media & b->media;
+    r.memory = a->memory & b->memory;
+    r.pixfmts = a->pixfmts & b->pixfmts;
+    if (!r.pixfmts)
+        r.media &= ~(unsigned)REEL_MEDIA_VIDEO_RAW;
+
+    bool ok = merge_int(a->width, b->width, &r.width) && merge_int(a->height, b->height, &r.height)
+              && merge_int(a->rank, b->rank, &r.rank);
+    if (ok && a->framerate.den && b->framerate.den) {
+        ok = (int64_t)a->framerate.num * b->framerate.den == (int64_t)b->framerate.num * a->framerate.den;
+        r.framerate = a->framerate;
+    } else if (ok) {
+        r.framerate = a->framerate.den ? a->framerate : b->framerate;
+    }
+    if (ok && a->codec[0] && b->codec[0])
+        ok = strcmp(a->codec, b->codec) == 0;
+    memcpy(r.codec, a->codec[0] ? a->codec : b->codec, sizeof r.codec);
+    if (ok && a->dtype && b->dtype)
+        ok = a->dtype == b->dtype;
+    r.dtype = a->dtype ? a->dtype : b->dtype;
+    for (int i = 0; ok && i < r.rank; i++) {
+        int64_t x = i < a->rank ? a->shape[i] : 0, y = i < b->rank ? b->shape[i] : 0;
+        ok = !(x && y && x != y);
+        r.shape[i] = x ? x : y;
+    }
+    if (!ok || reel_caps_is_empty(&r)) {
+        *out = (reel_caps){ 0 };
+        return false;
+    }
+    *out = r;
+    return true;
+}
+
+bool reel_caps_equal(const reel_caps *a, const reel_caps *b)
+{
+    if (a->media != b->media || a->memory != b->memory || a->pixfmts != b->pixfmts
+        || a->width != b->width || a->height != b->height || a->rank != b->rank
+        || a->dtype != b->dtype || strcmp(a->codec, b->codec) != 0
+        || a->framerate.num != b->framerate.num || a->framerate.den != b->framerate.den)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    return true;
+}
+
+bool reel_caps_accepts(const reel_caps *c, const reel_caps *f)
+{
+    reel_caps r;
+    return reel_caps_intersect(c, f, &r) && reel_caps_equal(&r, f);
+}
+
+// ---- text form -------------------------------------------------------------
+
+static bool parse_positive(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v <= 0 || v > (1 << 20))
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool parse_framerate(const char *s, reel_fraction *out)
+{
+    char *end;
+    errno = 0;
+    long num = strtol(s, &end, 10), den = 1;
+    if (errno || end == s || num < 0 || num > INT32_MAX)
+        return false;
+    if (*end == '/') {
+        const char *d = end + 1;
+        den = strtol(d, &end, 10);
+        if (errno || end == d || den < 0 || den > INT32_MAX)
+            return false;
+    }
+    if (*end)
+        return false;
+    *out = (reel_fraction){ (int)num, (int)den };
+    return true;
+}
+
+static bool parse_shape(const char *s, reel_caps *c)
+{
+    gchar **dims = g_strsplit(s, "x", -1);
+    int n = (int)g_strv_length(dims);
+    bool ok = n > 0 && n <= REEL_TENSOR_MAX_RANK;
+    for (int i = 0; ok && i < n; i++) {
+        char *end;
+        errno = 0;
+        long long v = strcmp(dims[i], "?") == 0 ? 0 : strtoll(dims[i], &end, 10);
+        if (strcmp(dims[i], "?") != 0)
+            ok = !errno && end != dims[i] && !*end && v > 0 && v <= INT32_MAX;
+        c->shape[i] = v;
+    }
+    c->rank = ok ? n : 0;
+    g_strfreev(dims);
+    return ok;
+}
+
+// Parses "a|b|c" with `one` mapping a name to a bit (0: unknown).
+static bool parse_bits(const char *s, uint64_t (*one)(const char *), uint64_t *out)
+{
+    gchar **names = g_strsplit(s, "|", -1);
+    uint64_t bits = 0;
+    bool ok = names[0] != NULL;
+    for (int i = 0; ok && names[i]; i++) {
+        uint64_t b = one(names[i]);
+        ok = b != 0;
+        bits |= b;
+    }
+    g_strfreev(names);
+    *out = bits;
+    return ok;
+}
+
+static uint64_t pixfmt_bit(const char *name)
+{
+    reel_pixfmt f = reel_pixfmt_from_name(name);
+    return f ? REEL_PIXFMT_BIT(f) : 0;
+}
+
+static uint64_t media_bit(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(media_names); i++)
+        if (strcmp(media_names[i].name, name) == 0)
+            return media_names[i].media;
+    return 0;
+}
+
+static uint64_t memory_bit(const char *name)
+{
+    if (strcmp(name, "host") == 0)
+        return REEL_MEMORY_HOST;
+    if (strcmp(name, "device") == 0)
+        return REEL_MEMORY_DEVICE;
+    if (strcmp(name, "any") == 0)
+        return REEL_MEMORY_ANY;
+    return 0;
+}
+
+static bool parse_field(reel_caps *c, const char *key, const char *value, const char **why)
+{
+    uint64_t bits;
+    if (strcmp(key, "format") == 0) {
+        *why = "expected pixel formats such as rgb24 or yuv420p|nv12";
+        if (!parse_bits(value, pixfmt_bit, &bits))
+            return false;
+        c->pixfmts = bits;
+        return true;
+    }
+    if (strcmp(key, "width") == 0 || strcmp(key, "height") == 0) {
+        *why = "expected a positive integer";
+        return parse_positive(value, key[0] == 'w' ? &c->width : &c->height);
+    }
+    if (strcmp(key, "framerate") == 0) {
+        *why = "expected a fraction such as 30/1";
+        return parse_framerate(value, &c->framerate);
+    }
+    if (strcmp(key, "codec") == 0) {
+        *why = "expected a codec name of at most 15 characters";
+        if (!*value || strlen(value) >= sizeof c->codec)
+            return false;
+        g_strlcpy(c->codec, value, sizeof c->codec);
+        return true;
+    }
+    if (strcmp(key, "dtype") == 0) {
+        *why = "expected float32, float16, uint8, int8, int32 or int64";
+        c->dtype = reel_dtype_from_name(value);
+        return c->dtype != REEL_DTYPE_NONE;
+    }
+    if (strcmp(key, "shape") == 0) {
+        *why = "expected dimensions such as 1x3x224x224 (? for any)";
+        return parse_shape(value, c);
+    }
+    if (strcmp(key, "memory") == 0) {
+        *why = "expected host, device or any";
+        if (!parse_bits(value, memory_bit, &bits))
+            return false;
+        c->memory = (unsigned)bits;
+        return true;
+    }
+    *why = "unknown field (known: format, width, height, framerate, codec, dtype, shape, memory)";
+    return false;
+}
+
+bool reel_caps_parse(const char *text, reel_caps *out, size_t *err_offset, GError **error)
+{
+    reel_caps c = reel_caps_any();
+    gchar **fields = g_strsplit(text, ",", -1);
+    size_t offset = 0;
+    const char *why = NULL;
+    bool ok = true;
+
+    for (int i = 0; ok && fields[i]; i++) {
+        char *f = g_strstrip(g_strdup(fields[i]));
+        size_t lead = strspn(fields[i], " \t\r\n");
+        if (i == 0) {
+            uint64_t media;
+            why = "expected a media type: video/raw, video/encoded, video, tensor or any, joined by |";
+            ok = parse_bits(f, media_bit, &media);
+            c.media = (unsigned)media;
+        } else {
+            char *eq = strchr(f, '=');
+            if (!eq) {
+                why = "expected key=value";
+                ok = false;
+            } else {
+                *eq = '\0';
+                ok = parse_field(&c, f, eq + 1, &why);
+            }
+        }
+        g_free(f);
+        if (!ok)
+            offset += lead;
+        else
+            offset += strlen(fields[i]) + 1;
+    }
+    if (ok && !(c.media & REEL_MEDIA_VIDEO_RAW))
+        c.pixfmts = REEL_PIXFMT_MASK_ALL;
+    g_strfreev(fields);
+
+    if (!ok) {
+        if (err_offset)
+            *err_offset = offset;
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "invalid caps '%s': %s", text, why);
+        return false;
+    }
+    *out = c;
+    return true;
+}
+
+static void append_bits(GString *s, uint64_t bits, const char *(*name)(int), int count)
+{
+    bool first = true;
+    for (int i = 1; i < count; i++) {
+        if (!(bits & ((uint64_t)1 << i)))
+            continue;
+        g_string_append_printf(s, "%s%s", first ? "" : "|", name(i));
+        first = false;
+    }
+}
+
+static const char *pixfmt_name_i(int i)
+{
+    return reel_pixfmt_name(i);
+}
+
+char *reel_caps_to_string(const reel_caps *c)
+{
+    GString *s = g_string_new(NULL);
+    if (c->media == REEL_MEDIA_ANY) {
+        g_string_append(s, "any");
+    } else {
+        bool first = true;
+        for (size_t i = 0; i < G_N_ELEMENTS(media_names); i++) {
+            unsigned m = media_names[i].media;
+            if (single_bit(m) && (c->media & m)) {
+                g_string_append_printf(s, "%s%s", first ? "" : "|", media_names[i].name);
+                first = false;
+            }
+        }
+        if (first)
+            g_string_append(s, "none");
+    }
+    if ((c->media & REEL_MEDIA_VIDEO_RAW) && c->pixfmts != REEL_PIXFMT_MASK_ALL) {
+        g_string_append(s, ",format=");
+        append_bits(s, c->pixfmts, pixfmt_name_i, REEL_PIXFMT_COUNT);
+    }
+    if (c->codec[0])
+        g_string_append_printf(s, ",codec=%s", c->codec);
+    if (c->width)
+        g_string_append_printf(s, ",width=%d", c->width);
+    if (c->height)
+        g_string_append_printf(s, ",height=%d", c->height);
+    if (c->framerate.den)
+        g_string_append_printf(s, ",framerate=%d/%d", c->framerate.num, c->framerate.den);
+    if (c->dtype)
+        g_string_append_printf(s, ",dtype=%s", reel_dtype_name(c->dtype));
+    if (c->rank) {
+        g_string_append(s, ",shape=");
+        for (int i = 0; i < c->rank; i++) {
+            if (c->shape[i])
+                g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "x" : "", c->shape[i]);
+            else
+                g_string_append_printf(s, "%s?", i ? "x" : "");
+        }
+    }
+    if (c->memory != REEL_MEMORY_ANY)
+        g_string_append_printf(s, ",memory=%s",
+                               c->memory == REEL_MEMORY_HOST ? "host"
+                               : c->memory == REEL_MEMORY_DEVICE ? "device" : "none");
+    return g_string_free(s, FALSE);
+}

@@ -1,0 +1,191 @@
+// Element instances: creation, accessors, and the calls elements make at
+// run time (push, alloc, error).
+#include "pipeline/internal.h"
+#include "reel/error.h"
+
+#include <stdarg.h>
+
+reel_element *reel_element_new(const reel_element_class *klass, const char *name, GError **error)
+{
+    reel_element *e = g_new0(reel_element, 1);
+    e->klass = klass;
+    e->auto_name = name == NULL;
+    e->name = g_strdup(name ? name : klass->name);
+    e->priv = g_malloc0(klass->priv_size ? klass->priv_size : 1);
+    e->inputs = g_ptr_array_new();
+    e->outputs = g_ptr_array_new();
+    g_cond_init(&e->wake);
+
+    int rc = reel_props_set_defaults(e, error);
+    if (rc == 0 && klass->init && (rc = klass->init(e)) < 0)
+        g_set_error(error, REEL_ERROR, rc, "element '%s' (%s) failed to initialise: %s", e->name,
+                    klass->name, reel_strerror(rc));
+    if (rc < 0)
+        reel_element_destroy(&e);
+    return e;
+}
+
+void reel_element_destroy(reel_element **ep)
+{
+    reel_element *e = *ep;
+    *ep = NULL;
+    if (!e)
+        return;
+    if (e->klass->uninit)
+        e->klass->uninit(e);
+    reel_props_free(e);
+    for (guint i = 0; e->out_pool && i < e->outputs->len; i++)
+        reel_pool_release(&e->out_pool[i]);
+    g_free(e->out_pool);
+    g_free(e->in_want);
+    g_free(e->out_format);
+    g_free(e->in_eos);
+    g_ptr_array_free(e->inputs, TRUE);
+    g_ptr_array_free(e->outputs, TRUE);
+    g_cond_clear(&e->wake);
+    g_free(e->priv);
+    g_free(e->name);
+    g_free(e);
+}
+
+const char *reel_element_name(const reel_element *e)
+{
+    return e->name;
+}
+
+const reel_element_class *reel_element_get_class(const reel_element *e)
+{
+    return e->klass;
+}
+
+void *reel_element_priv(reel_element *e)
+{
+    return e->priv;
+}
+
+reel_pipeline *reel_element_pipeline(reel_element *e)
+{
+    return e->pipeline;
+}
+
+int reel_element_n_inputs(const reel_element *e)
+{
+    return (int)e->inputs->len;
+}
+
+int reel_element_n_outputs(const reel_element *e)
+{
+    return (int)e->outputs->len;
+}
+
+const reel_caps *reel_element_input_format(const reel_element *e, int pad)
+{
+    g_return_val_if_fail(pad >= 0 && pad < (int)e->inputs->len, NULL);
+    reel_link *l = e->inputs->pdata[pad];
+    return l->src->out_format ? &l->src->out_format[l->src_pad] : NULL;
+}
+
+const reel_caps *reel_element_output_format(const reel_element *e, int pad)
+{
+    g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len, NULL);
+    return e->out_format ? &e->out_format[pad] : NULL;
+}
+
+const reel_caps *reel_element_output_want(const reel_element *e, int pad)
+{
+    g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len, NULL);
+    reel_link *l = e->outputs->pdata[pad];
+    return l->dst->in_want ? &l->dst->in_want[l->dst_pad] : NULL;
+}
+
+reel_buffer *reel_element_alloc(reel_element *e, int pad)
+{
+    g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len && e->out_pool, NULL);
+    if (!e->out_pool[pad])
+        e->out_pool[pad] = reel_pool_new(&e->out_format[pad]);
+    reel_buffer *b = e->out_pool[pad] ? reel_pool_acquire(e->out_pool[pad]) : NULL;
+    if (!b) {
+        char *f = reel_caps_to_string(&e->out_format[pad]);
+        reel_element_error(e, REEL_ENOMEM, "cannot allocate a buffer of %s", f);
+        g_free(f);
+    }
+    return b;
+}
+
+int reel_element_push(reel_element *e, int pad, reel_buffer *buf)
+{
+    g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len, REEL_EINVAL);
+    if (atomic_load(&e->pipeline->stopping)) {
+        reel_buffer_unref(&buf);
+        return REEL_ESTOPPED;
+    }
+    atomic_fetch_add_explicit(&e->buffers_out, 1, memory_order_relaxed);
+    reel_link_push(e->outputs->pdata[pad], buf);
+    return 0;
+}
+
+int reel_element_error(reel_element *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (e->pipeline)
+        reel_pipeline_fail(e->pipeline, e, code, text);
+    g_free(text);
+    return code;
+}
+
+static void post_text(reel_element *e, reel_message_type type, const char *fmt, va_list ap)
+{
+    char *text = g_strdup_vprintf(fmt, ap);
+    if (e->pipeline)
+        reel_pipeline_post(e->pipeline, type, 0, e, text);
+    g_free(text);
+}
+
+void reel_element_warning(reel_element *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    post_text(e, REEL_MESSAGE_WARNING, fmt, ap);
+    va_end(ap);
+}
+
+void reel_element_info(reel_element *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    post_text(e, REEL_MESSAGE_INFO, fmt, ap);
+    va_end(ap);
+}
+
+bool reel_element_should_stop(const reel_element *e)
+{
+    reel_pipeline *p = e->pipeline;
+    return atomic_load(&p->stopping) || atomic_load(&p->eos_requested);
+}
+
+bool reel_element_wait_until(reel_element *e, int64_t deadline_us)
+{
+    reel_pipeline *p = e->pipeline;
+    g_mutex_lock(&p->lock);
+    while (!reel_element_should_stop(e) && g_get_monotonic_time() < deadline_us)
+        g_cond_wait_until(&p->state_cond, &p->lock, deadline_us);
+    bool ok = !reel_element_should_stop(e);
+    g_mutex_unlock(&p->lock);
+    return ok;
+}
+
+void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky)
+{
+    g_return_if_fail(pad >= 0 && pad < (int)e->inputs->len && capacity > 0);
+    reel_link *l = e->inputs->pdata[pad];
+    l->capacity = capacity;
+    l->leaky = leaky;
+}
+
+void reel_element_set_blocking(reel_element *e, bool blocking)
+{
+    e->blocking = blocking && e->inputs->len == 0;
+}

@@ -1,0 +1,123 @@
+// Pipeline internals: the structs behind reel_element and reel_pipeline.
+// Only pipeline/ includes this.
+#ifndef REEL_PIPELINE_INTERNAL_H
+#define REEL_PIPELINE_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "reel/pipeline.h"
+
+// A link is a bounded queue of buffers from one output pad to one input pad,
+// followed by an EOS mark once the upstream element has finished.
+typedef struct reel_link {
+    reel_element *src, *dst;
+    int src_pad, dst_pad;
+
+    GMutex lock;
+    reel_buffer **ring;
+    int ring_size, head;
+    atomic_int count;      // buffers queued; read without the lock for scheduling
+    atomic_bool eos;       // upstream finished; delivered after the last buffer
+    bool eos_taken;
+    int capacity;          // soft bound: upstream is not scheduled while count >= capacity
+    reel_leaky leaky;
+    atomic_long dropped;
+} reel_link;
+
+// Scheduling states of an element; the transitions guarantee that one
+// element is never run by two threads at once.
+enum {
+    STATE_IDLE,     // nothing to do, or blocked on a full output
+    STATE_QUEUED,   // in the ready queue
+    STATE_RUNNING,
+    STATE_DIRTY,    // running, and something changed since it started
+};
+
+struct reel_element {
+    const reel_element_class *klass;
+    char *name;
+    bool auto_name;
+    void *priv;
+    reel_pipeline *pipeline;
+
+    GPtrArray *inputs, *outputs;   // reel_link *, indexed by pad
+    reel_caps *in_want;            // pass 1, per input
+    reel_caps *out_format;         // pass 2, per output
+    reel_pool **out_pool;          // per output, created lazily
+    bool *in_eos;
+    int n_in_eos;
+    int next_input;                // round-robin start
+
+    atomic_int sched;
+    bool blocking;                 // runs on a thread of its own
+    GCond wake;                    // blocking elements wait here, under pipeline->lock
+    bool started, finished;
+    GThread *thread;
+
+    // figures for the report; written by the element's runner only
+    atomic_llong buffers_in, buffers_out, busy_ns;
+};
+
+struct reel_pipeline {
+    reel_pipeline_params params;
+    GPtrArray *elements;           // reel_element *, NULL-terminated
+    GPtrArray *links;
+    bool prepared;
+
+    // run state
+    GMutex lock;                   // guards the fields below and `ready`
+    GCond cond;                    // ready queue non-empty, or quit
+    GCond state_cond;              // run finished or stop/EOS requested
+    reel_element **ready;          // ring of runnable elements (each at most once)
+    int ready_head, ready_count;
+    bool running, quit;
+    int remaining;                 // elements not finished
+    int error_code;
+    GError *error;
+    GThread **workers;
+    int n_workers;
+    atomic_bool stopping;          // abort or error: drop everything
+    atomic_bool eos_requested;     // sources end at their next turn
+    int64_t start_us, end_us;
+};
+
+// link.c
+reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity);
+void reel_link_free(reel_link *l);
+// Queues buf for dst (ownership passes); leaky links drop instead of growing.
+void reel_link_push(reel_link *l, reel_buffer *buf);
+void reel_link_push_eos(reel_link *l);
+// 0 with *buf set, REEL_AGAIN when empty, REEL_EOS once after the last buffer.
+int reel_link_pop(reel_link *l, reel_buffer **buf);
+bool reel_link_has_space(const reel_link *l);
+bool reel_link_has_data(reel_link *l);
+// Drops whatever is queued and clears EOS (its drop count stays, for the report).
+void reel_link_reset(reel_link *l);
+
+// graph.c
+// Elements in an order where every element comes after its upstream ones.
+// Fails naming the elements of a cycle.
+int reel_graph_sort(reel_pipeline *p, reel_element ***order, GError **error);
+int reel_graph_validate(reel_pipeline *p, GError **error);
+
+// negotiate.c
+int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error);
+
+// bus.c
+void reel_pipeline_post(reel_pipeline *p, reel_message_type type, int code, const reel_element *e,
+                        const char *text);
+
+// scheduler.c
+// Records the first error and stops the run.
+void reel_pipeline_fail(reel_pipeline *p, const reel_element *e, int code, const char *text);
+// Something changed for e (input arrived, output drained): run it when it can.
+void reel_sched_notify(reel_element *e);
+
+// property.c
+int reel_props_set_defaults(reel_element *e, GError **error);
+void reel_props_free(reel_element *e);
+
+// Monotonic clock in nanoseconds.
+int64_t reel_now_ns(void);
+
+#endif

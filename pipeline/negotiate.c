@@ -1,0 +1,132 @@
+// Format negotiation in two passes over a topological order.
+//
+// Pass 1, sinks to sources: each element says what it wants on each input,
+// from its template, what downstream wants (for passthrough elements) and its
+// own `want` callback. Pass 2, sources to sinks: each element fixes its
+// outputs from its now-fixed inputs, and every link checks that the format
+// sent is one the receiver accepts. Errors name both ends of the link.
+#include "pipeline/internal.h"
+#include "reel/error.h"
+
+static int template_caps(const reel_element *e, const char *text, reel_caps *out, GError **error)
+{
+    if (!text) {
+        *out = reel_caps_any();
+        return 0;
+    }
+    GError *err = NULL;
+    if (!reel_caps_parse(text, out, NULL, &err)) {
+        g_set_error(error, REEL_ERROR, REEL_EINTERNAL, "class '%s': %s", e->klass->name, err->message);
+        g_error_free(err);
+        return REEL_EINTERNAL;
+    }
+    return 0;
+}
+
+static int mismatch(GError **error, const reel_element *up, const reel_element *down, const reel_caps *a,
+                    const char *a_what, const reel_caps *b, const char *b_what)
+{
+    char *sa = reel_caps_to_string(a), *sb = reel_caps_to_string(b);
+    g_set_error(error, REEL_ERROR, REEL_EFORMAT,
+                "cannot link '%s' to '%s': no format in common ('%s' %s %s; '%s' %s %s)", up->name, down->name,
+                up->name, a_what, sa, down->name, b_what, sb);
+    g_free(sa);
+    g_free(sb);
+    return REEL_EFORMAT;
+}
+
+static int want_inputs(reel_element *e, GError **error)
+{
+    int rc;
+    for (guint i = 0; i < e->inputs->len; i++) {
+        reel_caps want;
+        if ((rc = template_caps(e, e->klass->input_caps, &want, error)) < 0)
+            return rc;
+        if (e->klass->want && (rc = e->klass->want(e, (int)i, &want)) < 0) {
+            if (error && !*error)
+                g_set_error(error, REEL_ERROR, rc, "element '%s' rejected every format for input %u",
+                            e->name, i);
+            return rc;
+        }
+        if (e->klass->flags & REEL_CLASS_PASSTHROUGH) {
+            for (guint o = 0; o < e->outputs->len; o++) {
+                reel_link *l = e->outputs->pdata[o];
+                const reel_caps *down = &l->dst->in_want[l->dst_pad];
+                reel_caps both;
+                if (!reel_caps_intersect(&want, down, &both))
+                    return mismatch(error, e, l->dst, &want, "allows", down, "accepts");
+                want = both;
+            }
+        }
+        e->in_want[i] = want;
+    }
+    return 0;
+}
+
+// Fills the open fields of *out from what downstream wants, then picks the
+// first of several pixel formats or memories.
+static void fixate(reel_caps *out, const reel_caps *down)
+{
+    reel_caps both;
+    if (reel_caps_intersect(out, down, &both))
+        *out = both;
+    bool several = (out->pixfmts & (out->pixfmts - 1)) != 0;
+    if ((out->media & REEL_MEDIA_VIDEO_RAW) && several)
+        out->pixfmts &= -out->pixfmts; // the lowest set bit
+    if (out->memory == REEL_MEMORY_ANY)
+        out->memory = REEL_MEMORY_HOST;
+}
+
+static int configure_outputs(reel_element *e, GError **error)
+{
+    int rc;
+    for (guint o = 0; o < e->outputs->len; o++) {
+        reel_link *l = e->outputs->pdata[o];
+        const reel_caps *down = &l->dst->in_want[l->dst_pad];
+        reel_caps out;
+        if ((rc = template_caps(e, e->klass->output_caps, &out, error)) < 0)
+            return rc;
+        if ((e->klass->flags & REEL_CLASS_PASSTHROUGH) && e->inputs->len)
+            out = *reel_element_input_format(e, 0);
+        if (e->klass->configure) {
+            if ((rc = e->klass->configure(e, (int)o, &out)) < 0) {
+                if (error && !*error)
+                    g_set_error(error, REEL_ERROR, rc, "element '%s' could not configure output %u: %s",
+                                e->name, o, reel_strerror(rc));
+                return rc;
+            }
+        }
+        fixate(&out, down);
+        if (!reel_caps_is_fixed(&out)) {
+            char *s = reel_caps_to_string(&out);
+            g_set_error(error, REEL_ERROR, REEL_EFORMAT,
+                        "element '%s' cannot settle its output format: '%s' leaves fields open "
+                        "(set them with properties or a caps filter such as video/raw,width=640,height=480)",
+                        e->name, s);
+            g_free(s);
+            return REEL_EFORMAT;
+        }
+        if (!reel_caps_accepts(down, &out))
+            return mismatch(error, e, l->dst, &out, "produces", down, "accepts");
+        e->out_format[o] = out;
+    }
+    return 0;
+}
+
+int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error)
+{
+    guint n = p->elements->len - 1;
+    for (guint i = 0; i < n; i++) {
+        reel_element *e = order[i];
+        g_free(e->in_want);
+        g_free(e->out_format);
+        e->in_want = g_new0(reel_caps, MAX(e->inputs->len, 1));
+        e->out_format = g_new0(reel_caps, MAX(e->outputs->len, 1));
+    }
+    int rc = 0;
+    for (guint i = n; i-- > 0 && rc == 0;)
+        rc = want_inputs(order[i], error);
+    for (guint i = 0; i < n && rc == 0; i++)
+        rc = configure_outputs(order[i], error);
+    return rc;
+}

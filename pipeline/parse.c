@@ -1,0 +1,479 @@
+// Text pipeline descriptions: a hand-written scanner and parser that turns
+// text into a reel_parse_description, plus the positioned error messages
+// shared with the builder. Nothing here looks up element classes.
+#include "pipeline/parse.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "reel/error.h"
+
+// ---- errors ----------------------------------------------------------------
+
+void reel_parse_position(const char *text, size_t pos, int *line, int *col)
+{
+    int l = 1;
+    size_t start = 0;
+    for (size_t i = 0; i < pos && text[i]; i++) {
+        if (text[i] == '\n') {
+            l++;
+            start = i + 1;
+        }
+    }
+    *line = l;
+    *col = (int)(pos - start) + 1;
+}
+
+static bool is_utf8_continuation(char c)
+{
+    return ((unsigned char)c & 0xc0) == 0x80;
+}
+
+static void errorv(GError **error, const reel_parse_description *d, reel_parse_span at,
+                   const char *hint, const char *fmt, va_list ap)
+{
+    if (!error)
+        return;
+    const char *s = d->text;
+    size_t n = strlen(s);
+    size_t pos = MIN(at.pos, n);
+    size_t ls = pos, le = pos;
+    while (ls > 0 && s[ls - 1] != '\n')
+        ls--;
+    while (le < n && s[le] != '\n')
+        le++;
+    if (le > pos && s[le - 1] == '\r')
+        le--;
+
+    int line, col;
+    reel_parse_position(s, pos, &line, &col);
+    char num[16];
+    int width = g_snprintf(num, sizeof num, "%d", line);
+
+    GString *m = g_string_new(NULL);
+    g_string_append_printf(m, "%s:%d:%d: error: ", d->origin, line, col);
+    g_string_append_vprintf(m, fmt, ap);
+    g_string_append_printf(m, "\n  %s | %.*s\n  %*s | ", num, (int)(le - ls), s + ls, width, "");
+    // The caret line mirrors the text: tabs stay tabs, a multi-byte UTF-8
+    // character takes one column.
+    for (size_t i = ls; i < pos; i++) {
+        if (s[i] == '\t')
+            g_string_append_c(m, '\t');
+        else if (!is_utf8_continuation(s[i]))
+            g_string_append_c(m, ' ');
+    }
+    g_string_append_c(m, '^');
+    size_t end = MIN(pos + at.len, le);
+    for (size_t i = pos + 1; i < end; i++) {
+        if (!is_utf8_continuation(s[i]))
+            g_string_append_c(m, '~');
+    }
+    if (hint)
+        g_string_append_printf(m, "\nhint: %s", hint);
+    g_set_error_literal(error, REEL_ERROR, REEL_EINVAL, m->str);
+    g_string_free(m, TRUE);
+}
+
+void reel_parse_error(GError **error, const reel_parse_description *d, reel_parse_span at,
+                      const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    errorv(error, d, at, hint, fmt, ap);
+    va_end(ap);
+}
+
+// ---- the description -------------------------------------------------------
+
+static void prop_clear(void *p)
+{
+    reel_parse_prop *prop = p;
+    g_free(prop->key);
+    g_free(prop->value);
+}
+
+static void item_clear(void *p)
+{
+    reel_parse_item *it = p;
+    g_free(it->text);
+    for (size_t i = 0; i < it->n_props; i++)
+        prop_clear(&it->props[i]);
+    g_free(it->props);
+    g_free(it->caps_pos);
+}
+
+static void chain_clear(void *p)
+{
+    reel_parse_chain *c = p;
+    for (size_t i = 0; i < c->n_items; i++)
+        item_clear(&c->items[i]);
+    g_free(c->items);
+}
+
+void reel_parse_description_free(reel_parse_description **d)
+{
+    if (!d || !*d)
+        return;
+    for (size_t i = 0; i < (*d)->n_chains; i++)
+        chain_clear(&(*d)->chains[i]);
+    g_free((*d)->chains);
+    g_free((*d)->text);
+    g_free((*d)->origin);
+    g_free(*d);
+    *d = NULL;
+}
+
+const reel_parse_prop *reel_parse_item_prop(const reel_parse_item *item, const char *key)
+{
+    for (size_t i = 0; i < item->n_props; i++) {
+        if (strcmp(item->props[i].key, key) == 0)
+            return &item->props[i];
+    }
+    return NULL;
+}
+
+// ---- the scanner -----------------------------------------------------------
+
+typedef struct parser {
+    reel_parse_description *d;
+    const char *s; // d->text
+    size_t p;      // the next byte to read
+    GError **error;
+    bool after_caps; // the last item read was a caps filter (for a hint)
+} parser;
+
+static bool is_ident(char c)
+{
+    return g_ascii_isalnum(c) || c == '_' || c == '-';
+}
+
+// What ends a bare word: whitespace, a link or a comment.
+static bool is_stop(char c)
+{
+    return c == '\0' || g_ascii_isspace(c) || c == '!' || c == '#';
+}
+
+static size_t word_end(const char *s, size_t p)
+{
+    while (!is_stop(s[p]))
+        p++;
+    return p;
+}
+
+// Whitespace, newlines and comments.
+static void skip_blank(parser *ps)
+{
+    for (;;) {
+        char c = ps->s[ps->p];
+        if (g_ascii_isspace(c)) {
+            ps->p++;
+        } else if (c == '#') {
+            while (ps->s[ps->p] && ps->s[ps->p] != '\n')
+                ps->p++;
+        } else {
+            return;
+        }
+    }
+}
+
+G_GNUC_PRINTF(5, 6)
+static bool fail(parser *ps, size_t pos, size_t len, const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    errorv(ps->error, ps->d, (reel_parse_span){ pos, len }, hint, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+// "unexpected character 'X'" with the whole UTF-8 character, or its byte
+// value when it is not printable text.
+static bool fail_char(parser *ps, size_t pos, const char *hint)
+{
+    const char *c = ps->s + pos;
+    gunichar u = g_utf8_get_char_validated(c, -1);
+    if ((unsigned char)*c < 0x80 && g_ascii_isprint(*c))
+        return fail(ps, pos, 1, hint, "unexpected character '%c'", *c);
+    if (u != (gunichar)-1 && u != (gunichar)-2 && g_unichar_isprint(u)) {
+        int n = (int)(g_utf8_next_char(c) - c);
+        return fail(ps, pos, (size_t)n, hint, "unexpected character '%.*s'", n, c);
+    }
+    return fail(ps, pos, 1, hint, "unexpected byte 0x%02x", (unsigned char)*c);
+}
+
+// ---- the parser ------------------------------------------------------------
+
+#define ESCAPES "the escapes are \\\" \\' \\\\ \\n \\t"
+
+// A quoted value starting at the quote `open`; *end is past the closing one.
+static bool parse_quoted(parser *ps, size_t open, char **out, size_t *end)
+{
+    const char *s = ps->s;
+    char q = s[open];
+    GString *v = g_string_new(NULL);
+    size_t i = open + 1;
+    for (; s[i] != q; i++) {
+        if (s[i] == '\0' || (s[i] == '\\' && s[i + 1] == '\0')) {
+            g_string_free(v, TRUE);
+            return fail(ps, open, 1, NULL, "unterminated quoted value: no closing %c", q);
+        }
+        if (s[i] != '\\') {
+            g_string_append_c(v, s[i]);
+            continue;
+        }
+        i++;
+        switch (s[i]) {
+        case '"': case '\'': case '\\': g_string_append_c(v, s[i]); break;
+        case 'n': g_string_append_c(v, '\n'); break;
+        case 't': g_string_append_c(v, '\t'); break;
+        default:
+            g_string_free(v, TRUE);
+            if (!g_ascii_isprint(s[i]))
+                return fail(ps, i - 1, 2, ESCAPES, "unknown escape");
+            return fail(ps, i - 1, 2, ESCAPES, "unknown escape '\\%c'", s[i]);
+        }
+    }
+    *out = g_string_free(v, FALSE);
+    *end = i + 1;
+    return true;
+}
+
+// One key=value after an element's class name; ps->p is at the key and
+// `eq` at its '='.
+static bool parse_prop(parser *ps, GArray *props, size_t eq)
+{
+    const char *s = ps->s;
+    size_t k = ps->p, v = eq + 1, vend = v;
+    reel_parse_prop prop = {
+        .key = g_strndup(s + k, eq - k),
+        .key_span = { k, eq - k },
+    };
+    g_array_append_val(props, prop); // from now on freed with the array
+    reel_parse_prop *pr = &g_array_index(props, reel_parse_prop, props->len - 1);
+
+    for (guint i = 0; i + 1 < props->len; i++) {
+        const reel_parse_prop *first = &g_array_index(props, reel_parse_prop, i);
+        if (strcmp(first->key, pr->key) == 0) {
+            int line, col;
+            reel_parse_position(s, first->key_span.pos, &line, &col);
+            char *hint = g_strdup_printf("first set at %d:%d", line, col);
+            fail(ps, k, eq - k, hint, "property '%s' is set twice", pr->key);
+            g_free(hint);
+            return false;
+        }
+    }
+
+    if (s[v] == '"' || s[v] == '\'') {
+        if (!parse_quoted(ps, v, &pr->value, &vend))
+            return false;
+        if (!is_stop(s[vend]))
+            return fail_char(ps, vend, "quote the whole value");
+    } else {
+        vend = word_end(s, v);
+        if (vend == v) {
+            size_t w = v;
+            while (s[w] == ' ' || s[w] == '\t')
+                w++;
+            bool spaced = w > v && !is_stop(s[w]);
+            return fail(ps, k, v - k, spaced ? "no spaces are allowed after '='" : NULL,
+                        "missing value for property '%s'", pr->key);
+        }
+        pr->value = g_strndup(s + v, vend - v);
+    }
+    pr->value_span = (reel_parse_span){ v, vend - v };
+    ps->p = vend;
+    return true;
+}
+
+// An element: the class name at ps->p (ending at `end`), then properties.
+static bool parse_element(parser *ps, reel_parse_item *it, size_t end)
+{
+    const char *s = ps->s;
+    size_t start = ps->p;
+    for (size_t q = start; q < end; q++) {
+        if (is_ident(s[q]))
+            continue;
+        if (s[q] == '=' && q == start)
+            return fail(ps, q, 1, "write key=value with no spaces around '='", "unexpected '='");
+        if (s[q] == '=') {
+            // After a caps filter this is most likely a forgotten comma.
+            const char *hint = ps->after_caps
+                                   ? "join caps fields with ',', e.g. video/raw,width=320"
+                                   : "properties follow the class name, e.g. queue max-size=8";
+            return fail(ps, start, q - start + 1, hint, "property '%.*s' without an element",
+                        (int)(q - start), s + start);
+        }
+        return fail_char(ps, q, NULL);
+    }
+    it->kind = REEL_PARSE_ELEMENT;
+    it->text = g_strndup(s + start, end - start);
+    it->span = (reel_parse_span){ start, end - start };
+    ps->p = end;
+
+    GArray *props = g_array_new(FALSE, TRUE, sizeof(reel_parse_prop));
+    g_array_set_clear_func(props, prop_clear);
+    bool ok = true;
+    for (;;) {
+        size_t save = ps->p;
+        skip_blank(ps);
+        size_t k = ps->p;
+        while (is_ident(s[k]))
+            k++;
+        if (k == ps->p || s[k] != '=') {
+            ps->p = save; // not a property: the next item or chain starts here
+            break;
+        }
+        if (!(ok = parse_prop(ps, props, k)))
+            break;
+    }
+    it->n_props = props->len;
+    it->props = (reel_parse_prop *)g_array_free(props, FALSE);
+    return ok;
+}
+
+// A caps filter: words joined by ',' that may be followed by whitespace.
+static bool parse_caps(parser *ps, reel_parse_item *it)
+{
+    const char *s = ps->s;
+    size_t start = ps->p, p = start;
+    GString *text = g_string_new(NULL);
+    GArray *pos = g_array_new(FALSE, FALSE, sizeof(size_t));
+    for (;;) {
+        size_t end = word_end(s, p);
+        g_string_append_len(text, s + p, (gssize)(end - p));
+        for (size_t q = p; q < end; q++)
+            g_array_append_val(pos, q);
+        p = end;
+        if (s[end - 1] != ',')
+            break;
+        size_t next = end;
+        while (g_ascii_isspace(s[next]))
+            next++;
+        if (is_stop(s[next]))
+            break;
+        p = next;
+    }
+    g_array_append_val(pos, p);
+    it->kind = REEL_PARSE_CAPS;
+    it->text = g_string_free(text, FALSE);
+    it->caps_pos = (size_t *)g_array_free(pos, FALSE);
+    it->span = (reel_parse_span){ start, p - start };
+    ps->p = p;
+    return true;
+}
+
+static bool is_caps_word(const char *s, size_t start, size_t end)
+{
+    const char *comma = memchr(s + start, ',', end - start);
+    size_t head = comma ? (size_t)(comma - s) - start : end - start;
+    if (memchr(s + start, '/', end - start))
+        return true;
+    return (head == 3 && strncmp(s + start, "any", 3) == 0) ||
+           (head == 6 && strncmp(s + start, "tensor", 6) == 0);
+}
+
+// One item; ps->p is at a byte that starts a word.
+static bool parse_item(parser *ps, reel_parse_item *it)
+{
+    const char *s = ps->s;
+    size_t start = ps->p, end = word_end(s, start);
+    bool ok;
+
+    if (is_caps_word(s, start, end)) {
+        ok = parse_caps(ps, it);
+    } else if (end - start >= 2 && s[end - 1] == '.' && is_ident(s[end - 2])) {
+        for (size_t q = start; q < end - 1; q++) {
+            if (!is_ident(s[q]))
+                return fail_char(ps, q, NULL);
+        }
+        it->kind = REEL_PARSE_REF;
+        it->text = g_strndup(s + start, end - 1 - start);
+        it->span = (reel_parse_span){ start, end - start };
+        ps->p = end;
+        ok = true;
+    } else {
+        ok = parse_element(ps, it, end);
+    }
+    ps->after_caps = ok && it->kind == REEL_PARSE_CAPS;
+    return ok;
+}
+
+// item ( '!' item )*; ps->p is at the first byte of the chain.
+static bool parse_chain(parser *ps, GArray *chains)
+{
+    const char *s = ps->s;
+    if (s[ps->p] == '!')
+        return fail(ps, ps->p, 1, "a chain starts with an element, e.g. testsrc ! fakesink",
+                    "'!' with no element before it");
+
+    GArray *items = g_array_new(FALSE, TRUE, sizeof(reel_parse_item));
+    g_array_set_clear_func(items, item_clear);
+    reel_parse_span link = { ps->p, 0 };
+    for (;;) {
+        reel_parse_item it = { .link = link };
+        bool ok = parse_item(ps, &it);
+        g_array_append_val(items, it); // freed with the array, even half-made
+        if (!ok)
+            goto fail;
+        skip_blank(ps);
+        if (s[ps->p] != '!')
+            break;
+        link = (reel_parse_span){ ps->p++, 1 };
+        skip_blank(ps);
+        if (s[ps->p] == '\0') {
+            fail(ps, link.pos, 1, NULL, "missing element after '!'");
+            goto fail;
+        }
+        if (s[ps->p] == '!') {
+            fail(ps, ps->p, 1, "remove one of the two",
+                 "'!' follows '!': missing element between them");
+            goto fail;
+        }
+    }
+
+    const reel_parse_item *only = &g_array_index(items, reel_parse_item, 0);
+    if (items->len == 1 && only->kind == REEL_PARSE_REF) {
+        fail(ps, only->span.pos, only->span.len, "link it with '!', e.g. t. ! fakesink",
+             "reference '%s.' is not linked to anything", only->text);
+        goto fail;
+    }
+    reel_parse_chain c = { .n_items = items->len };
+    c.items = (reel_parse_item *)g_array_free(items, FALSE);
+    g_array_append_val(chains, c);
+    return true;
+
+fail:
+    g_array_free(items, TRUE);
+    return false;
+}
+
+reel_parse_description *reel_parse_describe(const char *text, const char *origin, GError **error)
+{
+    reel_parse_description *d = g_new0(reel_parse_description, 1);
+    d->text = g_strdup(text ? text : "");
+    d->origin = g_strdup(origin ? origin : "pipeline");
+    parser ps = { .d = d, .s = d->text, .error = error };
+    GArray *chains = g_array_new(FALSE, TRUE, sizeof(reel_parse_chain));
+    g_array_set_clear_func(chains, chain_clear);
+
+    skip_blank(&ps);
+    if (ps.s[ps.p] == '\0') {
+        fail(&ps, 0, 0, "write elements linked with '!', e.g. testsrc ! fakesink",
+             "empty pipeline description");
+        goto fail;
+    }
+    while (ps.s[ps.p]) {
+        if (!parse_chain(&ps, chains))
+            goto fail;
+        skip_blank(&ps);
+    }
+    d->n_chains = chains->len;
+    d->chains = (reel_parse_chain *)g_array_free(chains, FALSE);
+    return d;
+
+fail:
+    g_array_free(chains, TRUE);
+    reel_parse_description_free(&d);
+    return NULL;
+}

@@ -1,0 +1,166 @@
+// Pipelines: owning elements and the links between them.
+#include "pipeline/internal.h"
+#include "reel/error.h"
+
+#include <string.h>
+
+#define DEFAULT_QUEUE_SIZE 8
+
+reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params)
+{
+    reel_pipeline *p = g_new0(reel_pipeline, 1);
+    if (params)
+        p->params = *params;
+    if (p->params.threads <= 0)
+        p->params.threads = (int)g_get_num_processors();
+    if (p->params.queue_size <= 0)
+        p->params.queue_size = DEFAULT_QUEUE_SIZE;
+    p->elements = g_ptr_array_new();
+    g_ptr_array_add(p->elements, NULL);
+    p->links = g_ptr_array_new();
+    g_mutex_init(&p->lock);
+    g_cond_init(&p->cond);
+    g_cond_init(&p->state_cond);
+    return p;
+}
+
+static guint n_elements(const reel_pipeline *p)
+{
+    return p->elements->len - 1;
+}
+
+void reel_pipeline_destroy(reel_pipeline **pp)
+{
+    reel_pipeline *p = *pp;
+    *pp = NULL;
+    if (!p)
+        return;
+    if (p->running) {
+        reel_pipeline_abort(p);
+        reel_pipeline_wait(p, NULL);
+    }
+    for (guint i = 0; i < p->links->len; i++)
+        reel_link_free(p->links->pdata[i]);
+    for (guint i = 0; i < n_elements(p); i++) {
+        reel_element *e = p->elements->pdata[i];
+        reel_element_destroy(&e);
+    }
+    g_ptr_array_free(p->links, TRUE);
+    g_ptr_array_free(p->elements, TRUE);
+    g_clear_error(&p->error);
+    g_mutex_clear(&p->lock);
+    g_cond_clear(&p->cond);
+    g_cond_clear(&p->state_cond);
+    g_free(p);
+}
+
+// Auto-named elements are called after their class and numbered per
+// pipeline from 0, so the same description always gives the same names.
+static char *auto_name(reel_pipeline *p, const char *klass)
+{
+    for (int n = 0;; n++) {
+        char *name = g_strdup_printf("%s%d", klass, n);
+        if (!reel_pipeline_find(p, name))
+            return name;
+        g_free(name);
+    }
+}
+
+int reel_pipeline_add(reel_pipeline *p, reel_element *e, GError **error)
+{
+    if (p->running || p->prepared) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "cannot add '%s': the pipeline is already prepared",
+                    e->name);
+        reel_element_destroy(&e);
+        return REEL_EINVAL;
+    }
+    if (e->auto_name) {
+        g_free(e->name);
+        e->name = auto_name(p, e->klass->name);
+    } else if (reel_pipeline_find(p, e->name)) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "an element named '%s' is already in the pipeline",
+                    e->name);
+        reel_element_destroy(&e);
+        return REEL_EINVAL;
+    }
+    e->pipeline = p;
+    p->elements->pdata[p->elements->len - 1] = e;
+    g_ptr_array_add(p->elements, NULL);
+    return 0;
+}
+
+reel_element *reel_pipeline_find(reel_pipeline *p, const char *name)
+{
+    for (guint i = 0; i < n_elements(p); i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (strcmp(e->name, name) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+reel_element *const *reel_pipeline_elements(reel_pipeline *p)
+{
+    return (reel_element *const *)p->elements->pdata;
+}
+
+static bool pads_full(int used, int max)
+{
+    return max != REEL_PADS_ANY && used >= max;
+}
+
+int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, GError **error)
+{
+    char *why = NULL;
+    if (src->pipeline != p || dst->pipeline != p)
+        why = g_strdup("both elements must be in the pipeline");
+    else if (p->prepared || p->running)
+        why = g_strdup("the pipeline is already prepared");
+    else if (src->klass->max_outputs == 0)
+        why = g_strdup_printf("'%s' (%s) has no outputs", src->name, src->klass->name);
+    else if (dst->klass->max_inputs == 0)
+        why = g_strdup_printf("'%s' (%s) has no inputs", dst->name, dst->klass->name);
+    else if (pads_full((int)src->outputs->len, src->klass->max_outputs))
+        why = g_strdup_printf("every output of '%s' is already linked", src->name);
+    else if (pads_full((int)dst->inputs->len, dst->klass->max_inputs))
+        why = g_strdup_printf("every input of '%s' is already linked", dst->name);
+    if (why) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "cannot link '%s' to '%s': %s", src->name, dst->name, why);
+        g_free(why);
+        return REEL_EINVAL;
+    }
+    reel_link *l = reel_link_new(src, dst, p->params.queue_size);
+    l->src_pad = (int)src->outputs->len;
+    l->dst_pad = (int)dst->inputs->len;
+    g_ptr_array_add(src->outputs, l);
+    g_ptr_array_add(dst->inputs, l);
+    g_ptr_array_add(p->links, l);
+    return 0;
+}
+
+int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
+{
+    int count = (int)n_elements(p);
+    for (int i = 0; i < count && i < n; i++) {
+        reel_element *e = p->elements->pdata[i];
+        int64_t dropped = 0;
+        for (guint k = 0; k < e->inputs->len; k++)
+            dropped += atomic_load(&((reel_link *)e->inputs->pdata[k])->dropped);
+        out[i] = (reel_element_report){
+            .name = e->name,
+            .klass = e->klass->name,
+            .device = "cpu",
+            .buffers_in = atomic_load(&e->buffers_in),
+            .buffers_out = atomic_load(&e->buffers_out),
+            .busy_ns = atomic_load(&e->busy_ns),
+            .dropped = dropped,
+        };
+    }
+    return count;
+}
+
+int64_t reel_pipeline_wall_us(reel_pipeline *p)
+{
+    int64_t end = p->end_us ? p->end_us : g_get_monotonic_time();
+    return p->start_us ? end - p->start_us : 0;
+}

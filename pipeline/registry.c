@@ -1,0 +1,52 @@
+// The element registry: every class a pipeline can be built from.
+#include "pipeline/internal.h"
+#include "reel/error.h"
+
+#include <string.h>
+
+static GMutex registry_lock;
+static GPtrArray *classes; // sorted by name, NULL-terminated
+
+static gint by_name(gconstpointer a, gconstpointer b)
+{
+    const reel_element_class *x = *(const reel_element_class *const *)a;
+    const reel_element_class *y = *(const reel_element_class *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+int reel_element_class_register(const reel_element_class *klass)
+{
+    g_mutex_lock(&registry_lock);
+    if (!classes) {
+        classes = g_ptr_array_new();
+        g_ptr_array_add(classes, NULL);
+    }
+    bool taken = false;
+    for (guint i = 0; i + 1 < classes->len; i++)
+        taken |= strcmp(((reel_element_class *)classes->pdata[i])->name, klass->name) == 0;
+    if (!taken) {
+        g_ptr_array_remove_index(classes, classes->len - 1);
+        g_ptr_array_add(classes, (gpointer)klass);
+        g_ptr_array_sort(classes, by_name);
+        g_ptr_array_add(classes, NULL);
+    }
+    g_mutex_unlock(&registry_lock);
+    return taken ? REEL_EINVAL : 0;
+}
+
+const reel_element_class *reel_element_class_find(const char *name)
+{
+    const reel_element_class *found = NULL;
+    g_mutex_lock(&registry_lock);
+    for (guint i = 0; classes && i + 1 < classes->len && !found; i++)
+        if (strcmp(((reel_element_class *)classes->pdata[i])->name, name) == 0)
+            found = classes->pdata[i];
+    g_mutex_unlock(&registry_lock);
+    return found;
+}
+
+const reel_element_class *const *reel_element_class_list(void)
+{
+    static const reel_element_class *const none[] = { NULL };
+    return classes ? (const reel_element_class *const *)classes->pdata : none;
+}

@@ -1,0 +1,441 @@
+// The scheduler: a pool of workers runs elements whose inputs are ready.
+//
+// An element is in the ready queue at most once and run by one worker at a
+// time (see the STATE_* values). It is runnable while some input has data
+// (or, for a source, always) and every output link has room; a full link
+// stops its producer until the consumer drains it, which bounds memory.
+// Sources that block on I/O run on a thread of their own.
+#include "pipeline/internal.h"
+#include "reel/error.h"
+
+#include <time.h>
+
+// Buffers an element may take in one turn before it yields its worker.
+#define TURN_BUDGET 64
+
+int64_t reel_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// ---- ready queue (under p->lock) --------------------------------------------
+
+static void ready_push_locked(reel_pipeline *p, reel_element *e)
+{
+    int size = (int)p->elements->len - 1;
+    p->ready[(p->ready_head + p->ready_count) % size] = e;
+    p->ready_count++;
+    g_cond_signal(&p->cond);
+}
+
+static reel_element *ready_pop(reel_pipeline *p)
+{
+    int size = (int)p->elements->len - 1;
+    g_mutex_lock(&p->lock);
+    while (p->ready_count == 0 && !p->quit)
+        g_cond_wait(&p->cond, &p->lock);
+    reel_element *e = NULL;
+    if (!p->quit) {
+        e = p->ready[p->ready_head];
+        p->ready_head = (p->ready_head + 1) % size;
+        p->ready_count--;
+    }
+    g_mutex_unlock(&p->lock);
+    return e;
+}
+
+void reel_sched_notify(reel_element *e)
+{
+    reel_pipeline *p = e->pipeline;
+    if (e->blocking) {
+        g_mutex_lock(&p->lock);
+        g_cond_signal(&e->wake);
+        g_mutex_unlock(&p->lock);
+        return;
+    }
+    for (;;) {
+        int s = atomic_load(&e->sched);
+        if (s == STATE_IDLE) {
+            if (!atomic_compare_exchange_weak(&e->sched, &s, STATE_QUEUED))
+                continue;
+            g_mutex_lock(&p->lock);
+            if (p->running && !p->quit)
+                ready_push_locked(p, e);
+            else
+                atomic_store(&e->sched, STATE_IDLE);
+            g_mutex_unlock(&p->lock);
+            return;
+        }
+        if (s == STATE_RUNNING && !atomic_compare_exchange_weak(&e->sched, &s, STATE_DIRTY))
+            continue;
+        return; // queued already, or its runner will look again
+    }
+}
+
+// ---- ending -----------------------------------------------------------------
+
+static void wake_all_locked(reel_pipeline *p)
+{
+    g_cond_broadcast(&p->state_cond);
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->blocking)
+            g_cond_signal(&e->wake);
+    }
+}
+
+void reel_pipeline_fail(reel_pipeline *p, const reel_element *e, int code, const char *text)
+{
+    g_mutex_lock(&p->lock);
+    bool first = p->error_code == 0;
+    if (first) {
+        p->error_code = code < 0 ? code : REEL_EINTERNAL;
+        p->error = g_error_new(REEL_ERROR, p->error_code, "%s%s%s", e ? e->name : "", e ? ": " : "", text);
+        atomic_store(&p->stopping, true);
+        wake_all_locked(p);
+    }
+    g_mutex_unlock(&p->lock);
+    // Only the error that stopped the run is reported as an error; the
+    // failures it causes downstream are noise.
+    if (first)
+        reel_pipeline_post(p, REEL_MESSAGE_ERROR, code, e, text);
+}
+
+// The element has seen EOS on every input (or, a source, produced its last
+// buffer): drain it, pass EOS on, and count it done.
+static void finish(reel_element *e)
+{
+    reel_pipeline *p = e->pipeline;
+    if (e->klass->flush) {
+        int64_t t0 = reel_now_ns();
+        int rc = e->klass->flush(e);
+        atomic_fetch_add_explicit(&e->busy_ns, reel_now_ns() - t0, memory_order_relaxed);
+        if (rc < 0 && !atomic_load(&p->stopping))
+            reel_pipeline_fail(p, e, rc, reel_strerror(rc));
+    }
+    e->finished = true;
+    for (guint i = 0; i < e->outputs->len; i++)
+        reel_link_push_eos(e->outputs->pdata[i]);
+    g_mutex_lock(&p->lock);
+    if (--p->remaining == 0)
+        g_cond_broadcast(&p->state_cond);
+    g_mutex_unlock(&p->lock);
+}
+
+static bool outputs_have_space(const reel_element *e)
+{
+    for (guint i = 0; i < e->outputs->len; i++)
+        if (!reel_link_has_space(e->outputs->pdata[i]))
+            return false;
+    return true;
+}
+
+// Returns whether the process result ends this element's turn.
+static bool check(reel_element *e, int rc)
+{
+    if (rc >= 0)
+        return false;
+    // Elements usually report through reel_element_error(); this catches a
+    // bare error code (a no-op when one was reported already).
+    reel_pipeline_fail(e->pipeline, e, rc, reel_strerror(rc));
+    return true;
+}
+
+// One turn of a source. Returns true when it may have more to do.
+static bool run_source(reel_element *e)
+{
+    reel_pipeline *p = e->pipeline;
+    for (int n = 0; n < TURN_BUDGET; n++) {
+        if (atomic_load(&p->stopping))
+            return false;
+        if (atomic_load(&p->eos_requested)) {
+            finish(e);
+            return false;
+        }
+        if (!outputs_have_space(e))
+            return false;
+        int rc = e->klass->process(e, -1, NULL);
+        if (rc == REEL_EOS) {
+            finish(e);
+            return false;
+        }
+        if (check(e, rc) || rc == REEL_AGAIN)
+            return false;
+    }
+    return true;
+}
+
+// Takes one item from the next input with data, round robin.
+static int pop_any(reel_element *e, int *pad, reel_buffer **buf)
+{
+    int n = (int)e->inputs->len;
+    for (int k = 0; k < n; k++) {
+        int i = (e->next_input + k) % n;
+        if (e->in_eos[i])
+            continue;
+        int rc = reel_link_pop(e->inputs->pdata[i], buf);
+        if (rc == REEL_AGAIN)
+            continue;
+        e->next_input = (i + 1) % n;
+        *pad = i;
+        return rc;
+    }
+    return REEL_AGAIN;
+}
+
+static bool run_filter(reel_element *e)
+{
+    reel_pipeline *p = e->pipeline;
+    for (int n = 0; n < TURN_BUDGET; n++) {
+        if (atomic_load(&p->stopping) || !outputs_have_space(e))
+            return false;
+        int pad;
+        reel_buffer *buf = NULL;
+        int rc = pop_any(e, &pad, &buf);
+        if (rc == REEL_AGAIN)
+            return false;
+        if (rc == REEL_EOS) {
+            e->in_eos[pad] = true;
+            if (++e->n_in_eos == (int)e->inputs->len) {
+                finish(e);
+                return false;
+            }
+            continue;
+        }
+        atomic_fetch_add_explicit(&e->buffers_in, 1, memory_order_relaxed);
+        if (check(e, e->klass->process(e, pad, buf)))
+            return false;
+    }
+    return true;
+}
+
+static bool run_turn(reel_element *e)
+{
+    if (e->finished)
+        return false;
+    int64_t t0 = reel_now_ns();
+    bool more = e->inputs->len ? run_filter(e) : run_source(e);
+    atomic_fetch_add_explicit(&e->busy_ns, reel_now_ns() - t0, memory_order_relaxed);
+    return more && !e->finished;
+}
+
+static gpointer worker_main(gpointer data)
+{
+    reel_pipeline *p = data;
+    reel_element *e;
+    while ((e = ready_pop(p))) {
+        atomic_store(&e->sched, STATE_RUNNING);
+        bool more = run_turn(e);
+        int s = STATE_RUNNING;
+        if (!more && atomic_compare_exchange_strong(&e->sched, &s, STATE_IDLE))
+            continue;
+        // More to do, or new work arrived while it ran: back of the queue,
+        // so that one busy element cannot starve the rest.
+        atomic_store(&e->sched, STATE_QUEUED);
+        g_mutex_lock(&p->lock);
+        if (!p->quit)
+            ready_push_locked(p, e);
+        g_mutex_unlock(&p->lock);
+    }
+    return NULL;
+}
+
+// A source with a thread of its own: it waits (on e->wake) for room
+// downstream instead of being scheduled.
+static gpointer blocking_main(gpointer data)
+{
+    reel_element *e = data;
+    reel_pipeline *p = e->pipeline;
+    for (;;) {
+        g_mutex_lock(&p->lock);
+        while (!reel_element_should_stop(e) && !outputs_have_space(e))
+            g_cond_wait(&e->wake, &p->lock);
+        g_mutex_unlock(&p->lock);
+        if (atomic_load(&p->stopping))
+            break;
+        int64_t t0 = reel_now_ns();
+        int rc = atomic_load(&p->eos_requested) ? REEL_EOS : e->klass->process(e, -1, NULL);
+        atomic_fetch_add_explicit(&e->busy_ns, reel_now_ns() - t0, memory_order_relaxed);
+        if (rc == REEL_EOS) {
+            finish(e);
+            break;
+        }
+        if (check(e, rc))
+            break;
+    }
+    return NULL;
+}
+
+// ---- run --------------------------------------------------------------------
+
+int reel_pipeline_prepare(reel_pipeline *p, GError **error)
+{
+    if (p->prepared)
+        return 0;
+    reel_element **order = NULL;
+    int rc = reel_graph_validate(p, error);
+    if (rc == 0)
+        rc = reel_graph_sort(p, &order, error);
+    if (rc == 0)
+        rc = reel_negotiate(p, order, error);
+    g_free(order);
+    p->prepared = rc == 0;
+    return rc;
+}
+
+static void reset_run_state(reel_pipeline *p)
+{
+    g_clear_error(&p->error);
+    p->error_code = 0;
+    p->quit = false;
+    p->ready_head = p->ready_count = 0;
+    atomic_store(&p->stopping, false);
+    atomic_store(&p->eos_requested, false);
+    p->remaining = (int)p->elements->len - 1;
+    for (guint i = 0; i < p->links->len; i++) {
+        reel_link *l = p->links->pdata[i];
+        reel_link_reset(l);
+        atomic_store(&l->dropped, 0);
+    }
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        e->finished = e->started = false;
+        e->n_in_eos = 0;
+        e->next_input = 0;
+        g_free(e->in_eos);
+        e->in_eos = g_new0(bool, MAX(e->inputs->len, 1));
+        g_free(e->out_pool);
+        e->out_pool = g_new0(reel_pool *, MAX(e->outputs->len, 1));
+        e->blocking = (e->klass->flags & REEL_CLASS_BLOCKING) && e->inputs->len == 0;
+        atomic_store(&e->sched, STATE_IDLE);
+        atomic_store(&e->buffers_in, 0);
+        atomic_store(&e->buffers_out, 0);
+        atomic_store(&e->busy_ns, 0);
+    }
+}
+
+// Stops each started element (sinks finalize here) and frees its pools.
+static void stop_elements(reel_pipeline *p)
+{
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->started && e->klass->stop)
+            e->klass->stop(e);
+        e->started = false;
+    }
+    for (guint i = 0; i < p->links->len; i++)
+        reel_link_reset(p->links->pdata[i]);
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        for (guint o = 0; o < e->outputs->len; o++)
+            reel_pool_release(&e->out_pool[o]);
+    }
+}
+
+int reel_pipeline_start(reel_pipeline *p, GError **error)
+{
+    if (p->running) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "the pipeline is already running");
+        return REEL_EINVAL;
+    }
+    int rc = reel_pipeline_prepare(p, error);
+    if (rc < 0)
+        return rc;
+    reset_run_state(p);
+    guint n = p->elements->len - 1;
+    for (guint i = 0; i < n; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->klass->start && (rc = e->klass->start(e)) < 0) {
+            if (p->error)
+                g_propagate_error(error, g_steal_pointer(&p->error));
+            else
+                g_set_error(error, REEL_ERROR, rc, "%s: failed to start: %s", e->name, reel_strerror(rc));
+            stop_elements(p);
+            return rc;
+        }
+        e->started = true;
+    }
+
+    p->start_us = g_get_monotonic_time();
+    p->end_us = 0;
+    g_free(p->ready);
+    p->ready = g_new0(reel_element *, n);
+    p->running = true;
+    p->n_workers = p->params.threads;
+    p->workers = g_new0(GThread *, p->n_workers);
+    for (int i = 0; i < p->n_workers; i++)
+        p->workers[i] = g_thread_new("reel-worker", worker_main, p);
+    for (guint i = 0; i < n; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->blocking)
+            e->thread = g_thread_new(e->name, blocking_main, e);
+        else if (e->inputs->len == 0)
+            reel_sched_notify(e);
+    }
+    return 0;
+}
+
+int reel_pipeline_wait(reel_pipeline *p, GError **error)
+{
+    if (!p->running) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "the pipeline is not running");
+        return REEL_EINVAL;
+    }
+    g_mutex_lock(&p->lock);
+    while (p->remaining > 0 && !atomic_load(&p->stopping))
+        g_cond_wait(&p->state_cond, &p->lock);
+    p->quit = true;
+    g_cond_broadcast(&p->cond);
+    wake_all_locked(p);
+    g_mutex_unlock(&p->lock);
+
+    for (int i = 0; i < p->n_workers; i++)
+        g_thread_join(p->workers[i]);
+    g_clear_pointer(&p->workers, g_free);
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->thread)
+            g_thread_join(g_steal_pointer(&e->thread));
+    }
+    stop_elements(p);
+    p->end_us = g_get_monotonic_time();
+    p->running = false;
+
+    int rc = p->error_code;
+    if (rc < 0) {
+        if (error)
+            *error = g_error_copy(p->error);
+        return rc;
+    }
+    reel_pipeline_post(p, REEL_MESSAGE_EOS, 0, NULL, "end of stream");
+    return 0;
+}
+
+int reel_pipeline_run(reel_pipeline *p, GError **error)
+{
+    int rc = reel_pipeline_start(p, error);
+    return rc < 0 ? rc : reel_pipeline_wait(p, error);
+}
+
+void reel_pipeline_send_eos(reel_pipeline *p)
+{
+    g_mutex_lock(&p->lock);
+    bool running = p->running;
+    atomic_store(&p->eos_requested, true);
+    wake_all_locked(p);
+    g_mutex_unlock(&p->lock);
+    if (!running)
+        return;
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->inputs->len == 0)
+            reel_sched_notify(e);
+    }
+}
+
+void reel_pipeline_abort(reel_pipeline *p)
+{
+    reel_pipeline_fail(p, NULL, REEL_ESTOPPED, "stopped");
+}

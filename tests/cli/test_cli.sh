@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The reel program as a user meets it: exit codes, messages, inspect, files,
+# and Ctrl-C. Usage: test_cli.sh PATH_TO_REEL
+set -u
+reel=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE PATTERN -- ARGS...: runs reel, checks exit code and that the
+# combined output matches the (grep -E) pattern.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local out rc
+  out=$("$reel" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "reel $*: exit $rc, wanted $code"$'\n'"$out"; return; fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then bad "reel $*: output lacks /$pattern/"$'\n'"$out"; return; fi
+  ok
+}
+
+expect 0 '^reel [0-9]+\.[0-9]+\.[0-9]+$' -- --version
+expect 0 'usage: reel COMMAND' -- --help
+expect 2 'usage: reel COMMAND' --
+expect 2 "unknown command 'frobnicate'" -- frobnicate
+expect 0 'done: 30 frames' -- run "testsrc num-buffers=30 ! fakesink"
+expect 0 'fakesink0: 10 buffers, md5 [0-9a-f]{32}' -- run "testsrc num-buffers=10 ! fakesink checksum=true"
+expect 0 'queue0 +queue +cpu +20 +20' -- run --report "testsrc num-buffers=20 ! queue ! fakesink"
+expect 2 'usage: reel run' -- run
+expect 2 "bad option '--frobnicate'" -- run --frobnicate "testsrc ! fakesink"
+
+# Bad descriptions: exit 2 with position, caret and hint.
+expect 2 "pipeline:1:11: error: unknown element 'fakesnk'" -- run "testsrc ! fakesnk"
+expect 2 "did you mean 'fakesink'" -- run "testsrc ! fakesnk"
+expect 2 '^ +\| +\^~~~~~~$' -- run "testsrc ! fakesnk"
+expect 2 "pipeline:1:9: error: .*property 'widht'" -- run "testsrc widht=3 ! fakesink"
+expect 2 "width" -- run "testsrc widht=3 ! fakesink"
+expect 2 "pipeline:1:15" -- run "testsrc width=abc ! fakesink"
+expect 2 "0 linked outputs" -- run "testsrc"
+expect 2 "no format in common" -- run "testsrc ! tensor ! fakesink"
+
+# A description from a file: multi-line, with comments; errors name the file.
+cat >"$tmp/ok.reel" <<'P'
+# two branches
+testsrc num-buffers=12 ! tee name=t
+t. ! queue ! fakesink   # first
+t. ! queue ! fakesink
+P
+expect 0 'done: 12 frames' -- run -f "$tmp/ok.reel"
+printf 'testsrc num-buffers=12\n  ! queue\n  ! fakesnik\n' >"$tmp/bad.reel"
+expect 2 "bad.reel:3:5: error: unknown element 'fakesnik'" -- run -f "$tmp/bad.reel"
+expect 2 "No such file" -- run -f "$tmp/missing.reel"
+
+# Run-time failures exit 1 and name the element.
+expect 1 "error: identity0: failing on buffer 3" -- run "testsrc ! identity error-after=3 ! fakesink"
+expect 1 "fakesink0: cannot write '/nonexistent/x'" -- run "testsrc num-buffers=1 ! fakesink location=/nonexistent/x"
+
+# inspect lists every element, and documents each from its property table.
+expect 0 '^testsrc +Generates test video' -- inspect
+for el in $("$reel" inspect | awk '{print $1}'); do
+  expect 0 "^$el$" -- inspect "$el"
+done
+expect 0 'num-buffers +int' -- inspect testsrc
+expect 0 'one of: no, upstream, downstream' -- inspect queue
+expect 2 "no element called 'teee'; did you mean 'tee'" -- inspect teee
+
+# Ctrl-C ends a run cleanly: exit 0, sinks finalized, whole lines.
+"$reel" run "testsrc is-live=true framerate=200 ! queue ! fakesink location=$tmp/frames.txt" >"$tmp/int.log" 2>&1 &
+pid=$!
+sleep 0.5
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+lines=$(wc -l <"$tmp/frames.txt")
+reported=$(sed -nE 's/.*done: ([0-9]+) frames.*/\1/p' "$tmp/int.log")
+if [ "$rc" -eq 0 ] && grep -q "interrupted" "$tmp/int.log" && [ "$lines" -gt 0 ] && [ "$lines" = "$reported" ] \
+   && [ "$(tail -c1 "$tmp/frames.txt" | od -An -c | tr -d ' ')" = '\n' ]; then
+  ok
+else
+  bad "SIGINT: exit $rc, $lines lines, reported '$reported'"; cat "$tmp/int.log"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,11 @@
+// The `reel` program's commands.
+#ifndef REEL_TOOLS_CLI_H
+#define REEL_TOOLS_CLI_H
+
+// Exit codes: success, a failure at run time, bad usage or a bad description.
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+int cmd_run(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+
+#endif

@@ -1,0 +1,47 @@
+// reel: run, inspect and describe video inference pipelines.
+#include <stdio.h>
+#include <string.h>
+
+#include "reel/reel.h"
+#include "tools/cli.h"
+
+static const char usage[] =
+    "usage: reel COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  run DESCRIPTION...     build a pipeline from text and run it to the end\n"
+    "  run -f FILE            the same, with the description read from FILE\n"
+    "  inspect [ELEMENT]      list the elements, or describe one in full\n"
+    "\n"
+    "options:\n"
+    "  --help                 this text (also: reel run --help)\n"
+    "  --version              the version\n"
+    "\n"
+    "example:\n"
+    "  reel run \"testsrc num-buffers=300 ! video/raw,width=640,height=360 ! fakesink checksum=true\"\n"
+    "\n"
+    "exit codes: 0 success, 1 failure while running, 2 bad usage or description\n";
+
+int main(int argc, char **argv)
+{
+    reel_init();
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("reel %s\n", REEL_VERSION_STRING);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "inspect") == 0)
+        return cmd_inspect(argc - 2, argv + 2);
+    fprintf(stderr, "reel: unknown command '%s'\n\n%s", cmd, usage);
+    return EXIT_USAGE;
+}
