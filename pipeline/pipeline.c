@@ -48,6 +48,7 @@ void reel_pipeline_destroy(reel_pipeline **pp)
     g_ptr_array_free(p->links, TRUE);
     g_ptr_array_free(p->elements, TRUE);
     g_clear_error(&p->error);
+    g_free(p->ready);
     g_mutex_clear(&p->lock);
     g_cond_clear(&p->cond);
     g_cond_clear(&p->state_cond);
