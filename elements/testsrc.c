@@ -244,9 +244,16 @@ static int process(reel_element *e, int pad, reel_buffer *in)
         return REEL_ENOMEM;
     const reel_caps *f = &b->format;
     reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
-    for (int y = 0; y < f->height; y++) {
+    // Bars are the same on every row: draw one, copy it down each plane.
+    int drawn = s->pattern == PATTERN_BARS ? 1 : f->height;
+    for (int y = 0; y < drawn; y++) {
         draw_row(s, s->rgb_row, y, f->width, f->height);
         write_row(b, pf, s->rgb_row, y, f->width);
+    }
+    for (int p = 0; drawn == 1 && p < reel_pixfmt_planes(pf); p++) {
+        size_t row = reel_pixfmt_row_bytes(pf, p, f->width);
+        for (int y = 1; y < reel_pixfmt_plane_height(pf, p, f->height); y++)
+            memcpy(b->planes[p] + (size_t)y * b->strides[p], b->planes[p], row);
     }
     b->time_base = (reel_fraction){ f->framerate.den, f->framerate.num ? f->framerate.num : 1 };
     b->pts = s->frame;

@@ -180,9 +180,7 @@ bool reel_element_wait_until(reel_element *e, int64_t deadline_us)
 void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky)
 {
     g_return_if_fail(pad >= 0 && pad < (int)e->inputs->len && capacity > 0);
-    reel_link *l = e->inputs->pdata[pad];
-    l->capacity = capacity;
-    l->leaky = leaky;
+    reel_link_set_capacity(e->inputs->pdata[pad], capacity, leaky);
 }
 
 void reel_element_set_blocking(reel_element *e, bool blocking)

@@ -9,17 +9,25 @@
 
 // A link is a bounded queue of buffers from one output pad to one input pad,
 // followed by an EOS mark once the upstream element has finished.
+//
+// One element runs at a time, so each link has one producer and one
+// consumer: buffers pass through a lock-free ring. Bursts that overflow the
+// ring, and every leaky link (whose producer drops from the consumer's end),
+// use a queue under a mutex instead.
 typedef struct reel_link {
     reel_element *src, *dst;
     int src_pad, dst_pad;
 
-    GMutex lock;
     reel_buffer **ring;
-    int ring_size, head;
-    atomic_int count;      // buffers queued; read without the lock for scheduling
-    atomic_bool eos;       // upstream finished; delivered after the last buffer
+    unsigned ring_size;            // a power of two
+    atomic_uint head, tail;        // free-running; head: consumer, tail: producer
+    GMutex lock;
+    GQueue overflow;
+    atomic_int n_overflow;
+    atomic_bool src_waiting;       // upstream found the link full and waits for room
+    atomic_bool eos;               // upstream finished; delivered after the last buffer
     bool eos_taken;
-    int capacity;          // soft bound: upstream is not scheduled while count >= capacity
+    int capacity;                  // soft bound: upstream is not scheduled while full
     reel_leaky leaky;
     atomic_long dropped;
 } reel_link;
@@ -70,6 +78,7 @@ struct reel_pipeline {
     GCond state_cond;              // run finished or stop/EOS requested
     reel_element **ready;          // ring of runnable elements (each at most once)
     int ready_head, ready_count;
+    int idle_workers;              // workers waiting on `cond`
     bool running, quit;
     int remaining;                 // elements not finished
     int error_code;
@@ -84,12 +93,15 @@ struct reel_pipeline {
 // link.c
 reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity);
 void reel_link_free(reel_link *l);
+void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky);
 // Queues buf for dst (ownership passes); leaky links drop instead of growing.
 void reel_link_push(reel_link *l, reel_buffer *buf);
 void reel_link_push_eos(reel_link *l);
 // 0 with *buf set, REEL_AGAIN when empty, REEL_EOS once after the last buffer.
 int reel_link_pop(reel_link *l, reel_buffer **buf);
-bool reel_link_has_space(const reel_link *l);
+// Whether upstream may push; when not, marks upstream as waiting so that the
+// consumer wakes it once the link has drained to half.
+bool reel_link_has_space(reel_link *l);
 bool reel_link_has_data(reel_link *l);
 // Drops whatever is queued and clears EOS (its drop count stays, for the report).
 void reel_link_reset(reel_link *l);

@@ -2,24 +2,45 @@
 #include "pipeline/internal.h"
 #include "reel/error.h"
 
+// The ring holds the common case; larger queues spill into the overflow.
+#define RING_MIN 16
+#define RING_MAX 4096
+
 reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity)
 {
     reel_link *l = g_new0(reel_link, 1);
     l->src = src;
     l->dst = dst;
-    l->capacity = capacity;
-    l->ring_size = 8;
-    l->ring = g_new0(reel_buffer *, l->ring_size);
     g_mutex_init(&l->lock);
+    g_queue_init(&l->overflow);
+    reel_link_set_capacity(l, capacity, REEL_LEAKY_NO);
     return l;
+}
+
+void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky)
+{
+    l->capacity = capacity;
+    l->leaky = leaky;
+    unsigned size = RING_MIN;
+    while (size < (unsigned)capacity && size < RING_MAX)
+        size *= 2;
+    if (size != l->ring_size) {
+        reel_link_reset(l);
+        g_free(l->ring);
+        l->ring = g_new0(reel_buffer *, size);
+        l->ring_size = size;
+        atomic_store(&l->head, 0);
+        atomic_store(&l->tail, 0);
+    }
 }
 
 void reel_link_reset(reel_link *l)
 {
     reel_buffer *b;
-    while (reel_link_pop(l, &b) == 0)
+    while (l->ring && reel_link_pop(l, &b) == 0)
         reel_buffer_unref(&b);
     atomic_store(&l->eos, false);
+    atomic_store(&l->src_waiting, false);
     l->eos_taken = false;
 }
 
@@ -31,84 +52,93 @@ void reel_link_free(reel_link *l)
     g_free(l);
 }
 
-static void grow(reel_link *l)
+// Sequentially consistent loads: see reel_link_has_space().
+static int queued(reel_link *l)
 {
-    int n = atomic_load(&l->count);
-    reel_buffer **ring = g_new0(reel_buffer *, l->ring_size * 2);
-    for (int i = 0; i < n; i++)
-        ring[i] = l->ring[(l->head + i) % l->ring_size];
-    g_free(l->ring);
-    l->ring = ring;
-    l->ring_size *= 2;
-    l->head = 0;
+    unsigned t = atomic_load(&l->tail), h = atomic_load(&l->head);
+    return (int)(t - h) + atomic_load(&l->n_overflow);
 }
 
-static reel_buffer *take_head(reel_link *l)
-{
-    reel_buffer *b = l->ring[l->head];
-    l->ring[l->head] = NULL;
-    l->head = (l->head + 1) % l->ring_size;
-    atomic_fetch_sub(&l->count, 1);
-    return b;
-}
-
-void reel_link_push(reel_link *l, reel_buffer *buf)
+// Leaky links and ring overflow: under the lock.
+static void push_locked_path(reel_link *l, reel_buffer *buf)
 {
     reel_buffer *dropped = NULL;
     g_mutex_lock(&l->lock);
-    int n = atomic_load(&l->count);
-    if (l->leaky != REEL_LEAKY_NO && n >= l->capacity) {
+    if (l->leaky != REEL_LEAKY_NO && (int)l->overflow.length >= l->capacity) {
         if (l->leaky == REEL_LEAKY_UPSTREAM) {
             dropped = buf;
             buf = NULL;
         } else {
-            dropped = take_head(l);
-            n--;
+            dropped = g_queue_pop_head(&l->overflow);
         }
         atomic_fetch_add(&l->dropped, 1);
     }
-    if (buf) {
-        if (n == l->ring_size)
-            grow(l);
-        l->ring[(l->head + n) % l->ring_size] = buf;
-        atomic_fetch_add(&l->count, 1);
-    }
+    if (buf)
+        g_queue_push_tail(&l->overflow, buf);
+    atomic_store(&l->n_overflow, (int)l->overflow.length);
     g_mutex_unlock(&l->lock);
     reel_buffer_unref(&dropped);
-    if (buf)
-        reel_sched_notify(l->dst);
+}
+
+void reel_link_push(reel_link *l, reel_buffer *buf)
+{
+    // Once anything overflowed, later buffers follow it there, so the
+    // consumer (ring first, then overflow) sees them in order.
+    unsigned t = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    if (l->leaky == REEL_LEAKY_NO && atomic_load_explicit(&l->n_overflow, memory_order_acquire) == 0
+        && t - atomic_load_explicit(&l->head, memory_order_acquire) < l->ring_size) {
+        l->ring[t & (l->ring_size - 1)] = buf;
+        atomic_store_explicit(&l->tail, t + 1, memory_order_release);
+    } else {
+        push_locked_path(l, buf);
+    }
+    reel_sched_notify(l->dst);
 }
 
 void reel_link_push_eos(reel_link *l)
 {
-    atomic_store(&l->eos, true);
+    atomic_store_explicit(&l->eos, true, memory_order_release);
     reel_sched_notify(l->dst);
 }
 
 int reel_link_pop(reel_link *l, reel_buffer **buf)
 {
-    g_mutex_lock(&l->lock);
-    int n = atomic_load(&l->count);
-    if (n == 0) {
-        bool eos = atomic_load(&l->eos) && !l->eos_taken;
-        l->eos_taken |= eos;
+    // EOS is read first: everything pushed before it is visible after.
+    bool eos = atomic_load_explicit(&l->eos, memory_order_acquire);
+    unsigned h = atomic_load_explicit(&l->head, memory_order_relaxed);
+    if (h != atomic_load_explicit(&l->tail, memory_order_acquire)) {
+        *buf = l->ring[h & (l->ring_size - 1)];
+        atomic_store(&l->head, h + 1);
+    } else if (atomic_load_explicit(&l->n_overflow, memory_order_acquire) > 0) {
+        g_mutex_lock(&l->lock);
+        *buf = g_queue_pop_head(&l->overflow);
+        atomic_store(&l->n_overflow, (int)l->overflow.length);
         g_mutex_unlock(&l->lock);
+    } else {
+        eos = eos && !l->eos_taken;
+        l->eos_taken |= eos;
         return eos ? REEL_EOS : REEL_AGAIN;
     }
-    *buf = take_head(l);
-    g_mutex_unlock(&l->lock);
-    // Upstream stops when the link is full; this pop made room again.
-    if (n == l->capacity && l->leaky == REEL_LEAKY_NO)
+    // Wake a waiting upstream once half the room is back, so that it
+    // resumes with a batch to produce rather than a single slot.
+    if (atomic_load(&l->src_waiting) && queued(l) <= l->capacity / 2 && atomic_exchange(&l->src_waiting, false))
         reel_sched_notify(l->src);
     return 0;
 }
 
-bool reel_link_has_space(const reel_link *l)
+// The flag and the head are a Dekker pair: upstream stores the flag then
+// reads the head, the consumer stores the head then reads the flag, all
+// sequentially consistent, so one of them sees the other and no wakeup is
+// lost.
+bool reel_link_has_space(reel_link *l)
 {
-    return l->leaky != REEL_LEAKY_NO || atomic_load(&((reel_link *)l)->count) < l->capacity;
+    if (l->leaky != REEL_LEAKY_NO || queued(l) < l->capacity)
+        return true;
+    atomic_store(&l->src_waiting, true);
+    return queued(l) < l->capacity;
 }
 
 bool reel_link_has_data(reel_link *l)
 {
-    return atomic_load(&l->count) > 0 || (atomic_load(&l->eos) && !l->eos_taken);
+    return queued(l) > 0 || (atomic_load(&l->eos) && !l->eos_taken);
 }

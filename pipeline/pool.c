@@ -1,12 +1,16 @@
 // Buffer pools: one fixed format, buffers recycled on their last unref.
+//
+// The producer acquires and the consumers, on other threads, return: a
+// mutex here was the hottest lock in the scheduler. Returns push onto a
+// lock-free stack; the acquiring thread takes the whole stack at once when
+// its own list runs dry (taking everything, not popping one, avoids ABA).
 #include "pipeline/buffer_internal.h"
 
 struct reel_pool {
     reel_caps format;
-    GMutex lock;
-    GPtrArray *free;   // idle buffers
-    int refs;          // the owner plus every buffer out of the pool
-    bool closed;       // the owner released it
+    reel_buffer *idle;             // the acquiring thread's own list
+    _Atomic(reel_buffer *) returned; // pushed by any thread
+    atomic_int refs;               // the owner plus every buffer out of the pool
 };
 
 reel_pool *reel_pool_new(const reel_caps *format)
@@ -15,49 +19,44 @@ reel_pool *reel_pool_new(const reel_caps *format)
         return NULL;
     reel_pool *pool = g_new0(reel_pool, 1);
     pool->format = *format;
-    g_mutex_init(&pool->lock);
-    pool->free = g_ptr_array_new();
-    pool->refs = 1;
+    atomic_init(&pool->returned, NULL);
+    atomic_init(&pool->refs, 1);
     return pool;
 }
 
-static void pool_free(reel_pool *pool)
+static void free_list(reel_buffer *b)
 {
-    for (guint i = 0; i < pool->free->len; i++) {
-        reel_buffer *b = pool->free->pdata[i];
-        reel_buffer_count_(1); // idle buffers were not counted as live
+    while (b) {
+        reel_buffer *next = b->next_free_;
+        reel_buffer_count_(1); // idle buffers are not counted as live
         reel_buffer_free_(b);
+        b = next;
     }
-    g_ptr_array_free(pool->free, TRUE);
-    g_mutex_clear(&pool->lock);
-    g_free(pool);
 }
 
-// Drops one reference; frees the pool on the last. Called with the lock held,
-// returns with it released.
-static void pool_unref_locked(reel_pool *pool)
+static void pool_unref(reel_pool *pool)
 {
-    bool last = --pool->refs == 0;
-    g_mutex_unlock(&pool->lock);
-    if (last)
-        pool_free(pool);
+    if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    free_list(pool->idle);
+    free_list(atomic_exchange(&pool->returned, NULL));
+    g_free(pool);
 }
 
 reel_buffer *reel_pool_acquire(reel_pool *pool)
 {
-    g_mutex_lock(&pool->lock);
-    reel_buffer *b = pool->free->len ? g_ptr_array_steal_index_fast(pool->free, pool->free->len - 1) : NULL;
-    pool->refs++;
-    g_mutex_unlock(&pool->lock);
-
+    if (!pool->idle)
+        pool->idle = atomic_exchange_explicit(&pool->returned, NULL, memory_order_acquire);
+    reel_buffer *b = pool->idle;
     if (b) {
+        pool->idle = b->next_free_;
+        b->next_free_ = NULL;
         reel_buffer_count_(1);
-        atomic_store(&b->refcount_, 1);
+        atomic_store_explicit(&b->refcount_, 1, memory_order_relaxed);
     } else if (!(b = reel_buffer_alloc_(&pool->format))) {
-        g_mutex_lock(&pool->lock);
-        pool_unref_locked(pool);
         return NULL;
     }
+    atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
     b->pool_ = pool;
     b->pts = REEL_PTS_NONE;
     b->duration = 0;
@@ -71,36 +70,20 @@ reel_buffer *reel_pool_acquire(reel_pool *pool)
 bool reel_pool_return_(reel_pool *pool, reel_buffer *b)
 {
     reel_buffer_clear_meta_(b);
-    g_mutex_lock(&pool->lock);
-    bool kept = !pool->closed;
-    if (kept) {
-        g_ptr_array_add(pool->free, b);
-        reel_buffer_count_(-1);
-    } else {
-        b->pool_ = NULL;
-    }
-    pool_unref_locked(pool);
-    return kept;
+    reel_buffer_count_(-1);
+    reel_buffer *head = atomic_load_explicit(&pool->returned, memory_order_relaxed);
+    do
+        b->next_free_ = head;
+    while (!atomic_compare_exchange_weak_explicit(&pool->returned, &head, b, memory_order_release,
+                                                  memory_order_relaxed));
+    pool_unref(pool);
+    return true;
 }
 
 void reel_pool_release(reel_pool **pp)
 {
     reel_pool *pool = *pp;
     *pp = NULL;
-    if (!pool)
-        return;
-    g_mutex_lock(&pool->lock);
-    pool->closed = true;
-    // Idle buffers go now; buffers still out come back to a closed pool and
-    // are freed then.
-    GPtrArray *idle = pool->free;
-    pool->free = g_ptr_array_new();
-    g_mutex_unlock(&pool->lock);
-    for (guint i = 0; i < idle->len; i++) {
-        reel_buffer_count_(1);
-        reel_buffer_free_(idle->pdata[i]);
-    }
-    g_ptr_array_free(idle, TRUE);
-    g_mutex_lock(&pool->lock);
-    pool_unref_locked(pool);
+    if (pool)
+        pool_unref(pool);
 }

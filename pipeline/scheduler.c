@@ -27,15 +27,20 @@ static void ready_push_locked(reel_pipeline *p, reel_element *e)
     int size = (int)p->elements->len - 1;
     p->ready[(p->ready_head + p->ready_count) % size] = e;
     p->ready_count++;
-    g_cond_signal(&p->cond);
+    // Waking a sleeping worker is a system call; skip it when none sleeps.
+    if (p->idle_workers > 0)
+        g_cond_signal(&p->cond);
 }
 
 static reel_element *ready_pop(reel_pipeline *p)
 {
     int size = (int)p->elements->len - 1;
     g_mutex_lock(&p->lock);
-    while (p->ready_count == 0 && !p->quit)
+    while (p->ready_count == 0 && !p->quit) {
+        p->idle_workers++;
         g_cond_wait(&p->cond, &p->lock);
+        p->idle_workers--;
+    }
     reel_element *e = NULL;
     if (!p->quit) {
         e = p->ready[p->ready_head];
@@ -124,7 +129,7 @@ static void finish(reel_element *e)
     g_mutex_unlock(&p->lock);
 }
 
-static bool outputs_have_space(const reel_element *e)
+static bool outputs_have_space(reel_element *e)
 {
     for (guint i = 0; i < e->outputs->len; i++)
         if (!reel_link_has_space(e->outputs->pdata[i]))

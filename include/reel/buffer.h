@@ -43,6 +43,7 @@ typedef struct reel_buffer {
     atomic_int refcount_;
     reel_pool *pool_;
     reel_meta *meta_;
+    struct reel_buffer *next_free_;
 } reel_buffer;
 
 enum {
@@ -85,6 +86,8 @@ reel_meta *reel_buffer_next_meta(const reel_buffer *b, reel_meta *prev,
 // Pools recycle buffers of one fixed format: the last unref of a pooled
 // buffer puts it back. A pool lives until it is released and its last
 // buffer comes back.
+// Thread-safety: one thread at a time acquires (the owning element); buffers
+// may come back from any thread, without taking a lock.
 reel_pool *reel_pool_new(const reel_caps *format);
 // Returns a recycled or new buffer (refcount 1, metadata cleared, fields reset),
 // or NULL when the format cannot be allocated.
