@@ -15,6 +15,8 @@ reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params)
         p->params.threads = (int)g_get_num_processors();
     if (p->params.queue_size <= 0)
         p->params.queue_size = DEFAULT_QUEUE_SIZE;
+    if (p->params.stats_interval_ms == 0)
+        p->params.stats_interval_ms = 1000;
     p->elements = g_ptr_array_new();
     g_ptr_array_add(p->elements, NULL);
     p->links = g_ptr_array_new();

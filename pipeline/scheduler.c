@@ -382,15 +382,41 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
     return 0;
 }
 
+// Progress: buffers that reached the sinks (the most any sink received).
+static void post_stats(reel_pipeline *p)
+{
+    int64_t done = 0;
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->outputs->len == 0)
+            done = MAX(done, atomic_load(&e->buffers_in));
+    }
+    double secs = (g_get_monotonic_time() - p->start_us) / 1e6;
+    char *text = g_strdup_printf("%" G_GINT64_FORMAT " buffers in %.1f s (%.1f/s)", done, secs,
+                                 secs > 0 ? done / secs : 0.0);
+    reel_pipeline_post(p, REEL_MESSAGE_STATS, 0, NULL, text);
+    g_free(text);
+}
+
 int reel_pipeline_wait(reel_pipeline *p, GError **error)
 {
     if (!p->running) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "the pipeline is not running");
         return REEL_EINVAL;
     }
+    int64_t interval = p->params.stats_interval_ms * (int64_t)1000;
+    int64_t next_stats = g_get_monotonic_time() + interval;
     g_mutex_lock(&p->lock);
-    while (p->remaining > 0 && !atomic_load(&p->stopping))
-        g_cond_wait(&p->state_cond, &p->lock);
+    while (p->remaining > 0 && !atomic_load(&p->stopping)) {
+        if (interval < 0) {
+            g_cond_wait(&p->state_cond, &p->lock);
+        } else if (!g_cond_wait_until(&p->state_cond, &p->lock, next_stats)) {
+            g_mutex_unlock(&p->lock);
+            post_stats(p);
+            g_mutex_lock(&p->lock);
+            next_stats += interval;
+        }
+    }
     p->quit = true;
     g_cond_broadcast(&p->cond);
     wake_all_locked(p);

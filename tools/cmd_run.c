@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "reel/reel.h"
 #include "tools/cli.h"
@@ -39,13 +40,26 @@ static const char run_usage[] =
     "  --queue-size N       default capacity of every link, in buffers (default 8)\n"
     "  -q, --quiet          no summary line\n";
 
+// Set when a progress line is on the terminal without its newline.
+static bool progress_shown;
+
 static void on_message(const reel_message *msg, void *user)
 {
-    (void)user;
+    const run_opts *o = user;
+    if (msg->type == REEL_MESSAGE_STATS) {
+        // Progress only where someone watches: a terminal.
+        if (!o->quiet && isatty(STDERR_FILENO)) {
+            fprintf(stderr, "\rreel: %s   ", msg->text);
+            progress_shown = true;
+        }
+        return;
+    }
     // Errors are printed once, from the run's result.
-    if (msg->type == REEL_MESSAGE_WARNING || msg->type == REEL_MESSAGE_INFO)
-        fprintf(stderr, "reel: %s: %s%s%s\n", reel_message_type_name(msg->type),
+    if (msg->type == REEL_MESSAGE_WARNING || msg->type == REEL_MESSAGE_INFO) {
+        fprintf(stderr, "%sreel: %s: %s%s%s\n", progress_shown ? "\n" : "", reel_message_type_name(msg->type),
                 msg->element ? msg->element : "", msg->element ? ": " : "", msg->text);
+        progress_shown = false;
+    }
 }
 
 static gboolean on_signal(gpointer data)
@@ -189,7 +203,7 @@ int cmd_run(int argc, char **argv)
     GError *err = NULL;
     s.pipeline = reel_parse_launch(text, origin,
                                    reel_pipeline_params(.threads = o.threads, .queue_size = o.queue_size,
-                                                        .bus_handler = on_message),
+                                                        .bus_handler = on_message, .bus_user = &o),
                                    &err);
     g_free(text);
     g_free(origin);
@@ -222,6 +236,8 @@ int cmd_run(int argc, char **argv)
     g_source_remove(sigterm);
     g_main_loop_unref(s.loop);
 
+    if (progress_shown)
+        fputc('\n', stderr);
     if (o.report)
         print_report(s.pipeline);
     if (!o.quiet) {

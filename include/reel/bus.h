@@ -9,7 +9,7 @@ typedef enum reel_message_type {
     REEL_MESSAGE_WARNING, // something went wrong; the pipeline goes on
     REEL_MESSAGE_INFO,    // something worth telling (a checksum, a summary)
     REEL_MESSAGE_EOS,     // every sink has finished
-    REEL_MESSAGE_STATS,   // periodic progress
+    REEL_MESSAGE_STATS,   // periodic progress; reel_pipeline_report() has the details
     REEL_MESSAGE_TYPE_COUNT,
 } reel_message_type;
 

@@ -14,7 +14,8 @@ typedef struct reel_pipeline reel_pipeline;
 
 typedef struct reel_pipeline_params {
     int threads;        // workers in the pool; 0: one per core
-    int queue_size;     // default capacity (buffers) of every link; 0: 4
+    int queue_size;     // default capacity (buffers) of every link; 0: 8
+    int stats_interval_ms; // period of STATS messages while run/wait waits; 0: 1000; <0: none
     reel_bus_handler bus_handler; // may be NULL
     void *bus_user;
 } reel_pipeline_params;

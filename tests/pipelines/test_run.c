@@ -351,6 +351,25 @@ static void test_start_failure_is_reported(void **state)
     seen_clear(&s);
 }
 
+static void test_stats_while_waiting(void **state)
+{
+    (void)state;
+    seen s;
+    seen_init(&s);
+    GError *err = NULL;
+    // Paced to 100 fps, 30 frames last at least 0.29 s: several 50 ms periods.
+    reel_pipeline *p = reel_parse_launch("testsrc is-live=true framerate=100 num-buffers=30 ! fakesink", NULL,
+                                         reel_pipeline_params(.stats_interval_ms = 50, .bus_handler = on_message,
+                                                              .bus_user = &s),
+                                         &err);
+    assert_non_null(p);
+    run_ok(p);
+    assert_true(s.counts[REEL_MESSAGE_STATS] >= 1);
+    assert_int_equal(report_of(p, "fakesink0").buffers_in, 30);
+    reel_pipeline_destroy(&p);
+    seen_clear(&s);
+}
+
 int main(void)
 {
     reel_init();
@@ -366,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_abort_stops),
         cmocka_unit_test(test_many_branches_one_thread),
         cmocka_unit_test(test_start_failure_is_reported),
+        cmocka_unit_test(test_stats_while_waiting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
