@@ -127,8 +127,9 @@ const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const
 
 // ---- element instances -----------------------------------------------------
 
-// A new element of class `klass` named `name` (NULL: class name plus a
-// number). Returns NULL and sets *error when init fails.
+// A new element of class `klass` named `name`. With name NULL it is called
+// after its class until reel_pipeline_add() numbers it (testsrc0, testsrc1,
+// ...). Returns NULL and sets *error when init fails.
 reel_element *reel_element_new(const reel_element_class *klass, const char *name, GError **error);
 // Frees an element not added to a pipeline. NULL-safe; sets *e to NULL.
 void reel_element_destroy(reel_element **e);

@@ -22,7 +22,8 @@ typedef struct reel_pipeline_params {
 
 #define reel_pipeline_params(...) (&(reel_pipeline_params){ __VA_ARGS__ })
 
-// An empty pipeline. Caller destroys it with reel_pipeline_destroy().
+// An empty pipeline; `params` may be NULL for the defaults. Caller destroys
+// it with reel_pipeline_destroy().
 reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params);
 // Stops it if running and frees it with its elements. NULL-safe.
 void reel_pipeline_destroy(reel_pipeline **p);
