@@ -80,7 +80,7 @@ static int configure(reel_element *e, int pad, reel_caps *out)
     else if (down->pixfmts & REEL_PIXFMT_BIT(REEL_PIXFMT_RGB24))
         out->pixfmts = REEL_PIXFMT_BIT(REEL_PIXFMT_RGB24);
     else
-        out->pixfmts = down->pixfmts & REEL_PIXFMT_MASK_ALL;
+        out->pixfmts = REEL_PIXFMT_BIT(reel_pixfmt_pick(down->pixfmts));
     return 0;
 }
 

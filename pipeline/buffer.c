@@ -10,6 +10,9 @@
 // format is an error, not an allocation attempt.
 #define MAX_SIDE 32768
 #define MAX_BYTES ((size_t)1 << 34)
+// SIMD readers (swscale, codecs) may read a little past the last row, as
+// FFmpeg's own frames allow.
+#define TAIL_PADDING 64
 
 static atomic_long live_buffers, peak_buffers, allocated_buffers;
 
@@ -55,7 +58,7 @@ static bool layout(const reel_caps *f, size_t offsets[REEL_MAX_PLANES], int stri
             strides[p] = (int)stride;
             total += align_up(stride * (size_t)reel_pixfmt_plane_height(pf, p, f->height));
         }
-        *size = total;
+        *size = total + TAIL_PADDING;
         return true;
     }
     if (f->media == REEL_MEDIA_TENSOR) {
@@ -79,7 +82,7 @@ static reel_buffer *buffer_with_storage(size_t size)
     }
     memset(b->data, 0, align_up(size ? size : 1));
     b->size = size;
-    b->pts = REEL_PTS_NONE;
+    b->pts = b->dts = REEL_PTS_NONE;
     atomic_init(&b->refcount_, 1);
     atomic_fetch_add(&allocated_buffers, 1);
     reel_buffer_count_(1);
@@ -118,6 +121,26 @@ reel_buffer *reel_buffer_new_format(const reel_caps *f)
     return reel_buffer_alloc_(f);
 }
 
+reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,
+                                     void (*release)(void *opaque), void *opaque)
+{
+    if (!reel_caps_is_fixed(format) && !(format->media & REEL_MEDIA_VIDEO_ENCODED)) {
+        release(opaque);
+        return NULL;
+    }
+    reel_buffer *b = g_new0(reel_buffer, 1);
+    b->format = *format;
+    b->data = data;
+    b->size = size;
+    b->pts = b->dts = REEL_PTS_NONE;
+    b->release_ = release;
+    b->opaque_ = opaque;
+    atomic_init(&b->refcount_, 1);
+    atomic_fetch_add(&allocated_buffers, 1);
+    reel_buffer_count_(1);
+    return b;
+}
+
 void reel_buffer_clear_meta_(reel_buffer *b)
 {
     reel_meta *m = b->meta_;
@@ -134,7 +157,10 @@ void reel_buffer_clear_meta_(reel_buffer *b)
 void reel_buffer_free_(reel_buffer *b)
 {
     reel_buffer_clear_meta_(b);
-    free(b->data);
+    if (b->release_)
+        b->release_(b->opaque_);
+    else
+        free(b->data);
     g_free(b);
     reel_buffer_count_(-1);
 }
@@ -163,27 +189,40 @@ bool reel_buffer_is_writable(const reel_buffer *b)
 
 reel_buffer *reel_buffer_copy(const reel_buffer *src)
 {
-    reel_buffer *b = reel_caps_is_fixed(&src->format) && src->format.media != REEL_MEDIA_VIDEO_ENCODED
-                         ? reel_buffer_alloc_(&src->format)
-                         : reel_buffer_new(src->size);
+    bool frame = src->format.media == REEL_MEDIA_VIDEO_RAW;
+    reel_buffer *b = frame ? reel_buffer_alloc_(&src->format) : reel_buffer_new(src->size);
     if (!b)
         return NULL;
-    // Same layout either way, so one copy of the whole storage suffices.
-    memcpy(b->data, src->data, MIN(b->size, src->size));
-    b->size = src->size;
+    if (frame) {
+        // Row by row: a wrapped frame's strides need not match ours.
+        reel_pixfmt pf = __builtin_ctzll(src->format.pixfmts);
+        for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+            size_t row = reel_pixfmt_row_bytes(pf, p, src->format.width);
+            for (int y = 0; y < reel_pixfmt_plane_height(pf, p, src->format.height); y++)
+                memcpy(b->planes[p] + (size_t)y * b->strides[p], src->planes[p] + (size_t)y * src->strides[p], row);
+        }
+    } else {
+        memcpy(b->data, src->data, src->size);
+    }
     b->format = src->format;
     b->pts = src->pts;
+    b->dts = src->dts;
     b->duration = src->duration;
     b->time_base = src->time_base;
     b->stream_id = src->stream_id;
     b->frame_number = src->frame_number;
     b->flags = src->flags;
+    reel_buffer_copy_meta(b, src);
+    return b;
+}
+
+void reel_buffer_copy_meta(reel_buffer *dst, const reel_buffer *src)
+{
     void *data;
     for (reel_meta *m = reel_buffer_next_meta(src, NULL, NULL, &data); m;
          m = reel_buffer_next_meta(src, m, NULL, &data))
         if (m->type->copy)
-            reel_buffer_add_meta(b, m->type, m->type->copy(data));
-    return b;
+            reel_buffer_add_meta(dst, m->type, m->type->copy(data));
 }
 
 int reel_buffer_make_writable(reel_buffer **bp)

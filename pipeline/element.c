@@ -12,6 +12,7 @@ reel_element *reel_element_new(const reel_element_class *klass, const char *name
     e->auto_name = name == NULL;
     e->name = g_strdup(name ? name : klass->name);
     e->priv = g_malloc0(klass->priv_size ? klass->priv_size : 1);
+    e->expected_frames = -1;
     e->inputs = g_ptr_array_new();
     e->outputs = g_ptr_array_new();
     g_cond_init(&e->wake);
@@ -112,15 +113,37 @@ reel_buffer *reel_element_alloc(reel_element *e, int pad)
     return b;
 }
 
+// A buffer whose format differs from the last one sent on its link (a new
+// resolution mid-stream) is renegotiation: it goes on when the receiver's
+// negotiated wishes accept it, and is an error naming both ends otherwise.
+static int check_format_change(reel_element *e, reel_link *l, const reel_caps *f)
+{
+    if (reel_caps_equal(f, &l->sent_format))
+        return 0;
+    const reel_caps *want = &l->dst->in_want[l->dst_pad];
+    if (!reel_caps_accepts(want, f)) {
+        char *sf = reel_caps_to_string(f), *sw = reel_caps_to_string(want);
+        int rc = reel_element_error(e, REEL_EFORMAT, "the format changed to %s, which '%s' does not accept (%s)",
+                                    sf, l->dst->name, sw);
+        g_free(sf);
+        g_free(sw);
+        return rc;
+    }
+    l->sent_format = *f;
+    return 0;
+}
+
 int reel_element_push(reel_element *e, int pad, reel_buffer *buf)
 {
     g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len, REEL_EINVAL);
-    if (atomic_load(&e->pipeline->stopping)) {
+    reel_link *l = e->outputs->pdata[pad];
+    int rc = atomic_load(&e->pipeline->stopping) ? REEL_ESTOPPED : check_format_change(e, l, &buf->format);
+    if (rc < 0) {
         reel_buffer_unref(&buf);
-        return REEL_ESTOPPED;
+        return rc;
     }
     atomic_fetch_add_explicit(&e->buffers_out, 1, memory_order_relaxed);
-    reel_link_push(e->outputs->pdata[pad], buf);
+    reel_link_push(l, buf);
     return 0;
 }
 
@@ -186,4 +209,9 @@ void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_l
 void reel_element_set_blocking(reel_element *e, bool blocking)
 {
     e->blocking = blocking && e->inputs->len == 0;
+}
+
+void reel_element_set_expected_frames(reel_element *e, int64_t frames)
+{
+    e->expected_frames = frames;
 }

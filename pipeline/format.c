@@ -45,6 +45,20 @@ reel_pixfmt reel_pixfmt_from_name(const char *name)
     return REEL_PIXFMT_NONE;
 }
 
+reel_pixfmt reel_pixfmt_pick(uint64_t set)
+{
+    static const reel_pixfmt preference[] = {
+        REEL_PIXFMT_YUV420P, REEL_PIXFMT_NV12,     REEL_PIXFMT_RGB24,   REEL_PIXFMT_BGR24,
+        REEL_PIXFMT_RGBA,    REEL_PIXFMT_BGRA,     REEL_PIXFMT_YUVJ420P, REEL_PIXFMT_YUV422P,
+        REEL_PIXFMT_YUV444P, REEL_PIXFMT_GRAY8,
+    };
+    G_STATIC_ASSERT(G_N_ELEMENTS(preference) == REEL_PIXFMT_COUNT - 1);
+    for (size_t i = 0; i < G_N_ELEMENTS(preference); i++)
+        if (set & REEL_PIXFMT_BIT(preference[i]))
+            return preference[i];
+    return REEL_PIXFMT_NONE;
+}
+
 int reel_pixfmt_planes(reel_pixfmt f)
 {
     const pixfmt_desc *d = pixfmt_get(f);

@@ -30,6 +30,7 @@ typedef struct reel_link {
     int capacity;                  // soft bound: upstream is not scheduled while full
     reel_leaky leaky;
     atomic_long dropped;
+    reel_caps sent_format;         // producer only: the format of the last buffer sent
 } reel_link;
 
 // Scheduling states of an element; the transitions guarantee that one
@@ -61,6 +62,8 @@ struct reel_element {
     GCond wake;                    // blocking elements wait here, under pipeline->lock
     bool started, finished;
     GThread *thread;
+
+    int64_t expected_frames;       // sources: frames they will produce, -1 unknown
 
     // figures for the report; written by the element's runner only
     atomic_llong buffers_in, buffers_out, busy_ns;

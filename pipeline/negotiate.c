@@ -35,6 +35,18 @@ static int mismatch(GError **error, const reel_element *up, const reel_element *
     return REEL_EFORMAT;
 }
 
+// An element's want/configure failed: its own reel_element_error() message
+// (recorded as the pipeline's error) says best what went wrong.
+static int callback_failed(reel_element *e, int rc, const char *what, GError **error)
+{
+    reel_pipeline *p = e->pipeline;
+    if (p->error)
+        g_propagate_error(error, g_error_copy(p->error));
+    else
+        g_set_error(error, REEL_ERROR, rc, "%s: %s (%s)", e->name, what, reel_strerror(rc));
+    return rc;
+}
+
 static int want_inputs(reel_element *e, GError **error)
 {
     int rc;
@@ -42,12 +54,8 @@ static int want_inputs(reel_element *e, GError **error)
         reel_caps want;
         if ((rc = template_caps(e, e->klass->input_caps, &want, error)) < 0)
             return rc;
-        if (e->klass->want && (rc = e->klass->want(e, (int)i, &want)) < 0) {
-            if (error && !*error)
-                g_set_error(error, REEL_ERROR, rc, "element '%s' rejected every format for input %u",
-                            e->name, i);
-            return rc;
-        }
+        if (e->klass->want && (rc = e->klass->want(e, (int)i, &want)) < 0)
+            return callback_failed(e, rc, "rejected every format for its input", error);
         if (e->klass->flags & REEL_CLASS_PASSTHROUGH) {
             for (guint o = 0; o < e->outputs->len; o++) {
                 reel_link *l = e->outputs->pdata[o];
@@ -70,9 +78,8 @@ static void fixate(reel_caps *out, const reel_caps *down)
     reel_caps both;
     if (reel_caps_intersect(out, down, &both))
         *out = both;
-    bool several = (out->pixfmts & (out->pixfmts - 1)) != 0;
-    if ((out->media & REEL_MEDIA_VIDEO_RAW) && several)
-        out->pixfmts &= -out->pixfmts; // the lowest set bit
+    if ((out->media & REEL_MEDIA_VIDEO_RAW) && out->pixfmts)
+        out->pixfmts = REEL_PIXFMT_BIT(reel_pixfmt_pick(out->pixfmts));
     if (out->memory == REEL_MEMORY_ANY)
         out->memory = REEL_MEMORY_HOST;
 }
@@ -88,14 +95,8 @@ static int configure_outputs(reel_element *e, GError **error)
             return rc;
         if ((e->klass->flags & REEL_CLASS_PASSTHROUGH) && e->inputs->len)
             out = *reel_element_input_format(e, 0);
-        if (e->klass->configure) {
-            if ((rc = e->klass->configure(e, (int)o, &out)) < 0) {
-                if (error && !*error)
-                    g_set_error(error, REEL_ERROR, rc, "element '%s' could not configure output %u: %s",
-                                e->name, o, reel_strerror(rc));
-                return rc;
-            }
-        }
+        if (e->klass->configure && (rc = e->klass->configure(e, (int)o, &out)) < 0)
+            return callback_failed(e, rc, "could not settle its output format", error);
         fixate(&out, down);
         if (!reel_caps_is_fixed(&out)) {
             char *s = reel_caps_to_string(&out);

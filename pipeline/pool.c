@@ -58,7 +58,7 @@ reel_buffer *reel_pool_acquire(reel_pool *pool)
     }
     atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
     b->pool_ = pool;
-    b->pts = REEL_PTS_NONE;
+    b->pts = b->dts = REEL_PTS_NONE;
     b->duration = 0;
     b->time_base = (reel_fraction){ 0, 1 };
     b->stream_id = 0;

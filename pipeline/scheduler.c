@@ -303,6 +303,7 @@ static void reset_run_state(reel_pipeline *p)
         reel_link *l = p->links->pdata[i];
         reel_link_reset(l);
         atomic_store(&l->dropped, 0);
+        l->sent_format = l->src->out_format[l->src_pad];
     }
     for (guint i = 0; i + 1 < p->elements->len; i++) {
         reel_element *e = p->elements->pdata[i];
@@ -382,18 +383,26 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
     return 0;
 }
 
-// Progress: buffers that reached the sinks (the most any sink received).
+// Progress: frames that reached the sinks (the most any sink received) and,
+// when the sources know their length, the total and an ETA.
 static void post_stats(reel_pipeline *p)
 {
-    int64_t done = 0;
+    int64_t done = 0, total = -1;
     for (guint i = 0; i + 1 < p->elements->len; i++) {
         reel_element *e = p->elements->pdata[i];
         if (e->outputs->len == 0)
             done = MAX(done, atomic_load(&e->buffers_in));
+        if (e->inputs->len == 0 && e->expected_frames >= 0)
+            total = MAX(total, e->expected_frames);
     }
     double secs = (g_get_monotonic_time() - p->start_us) / 1e6;
-    char *text = g_strdup_printf("%" G_GINT64_FORMAT " buffers in %.1f s (%.1f/s)", done, secs,
-                                 secs > 0 ? done / secs : 0.0);
+    double rate = secs > 0 ? done / secs : 0.0;
+    char *text;
+    if (total > 0 && done > 0 && done <= total)
+        text = g_strdup_printf("%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " frames, %.1f fps, ETA %.0f s", done, total,
+                               rate, (total - done) / rate);
+    else
+        text = g_strdup_printf("%" G_GINT64_FORMAT " frames, %.1f fps", done, rate);
     reel_pipeline_post(p, REEL_MESSAGE_STATS, 0, NULL, text);
     g_free(text);
 }

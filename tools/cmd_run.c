@@ -209,9 +209,13 @@ int cmd_run(int argc, char **argv)
     g_free(origin);
     if (!s.pipeline || reel_pipeline_prepare(s.pipeline, &err) < 0) {
         fprintf(stderr, "%s%s\n", s.pipeline ? "reel: error: " : "", err->message);
+        // A description that cannot work is bad usage; an input that cannot
+        // be read or decoded while preparing is a failure at run time.
+        int code = !s.pipeline || err->code == REEL_EINVAL || err->code == REEL_EFORMAT ? EXIT_USAGE
+                                                                                       : EXIT_RUNTIME;
         g_error_free(err);
         reel_pipeline_destroy(&s.pipeline);
-        return EXIT_USAGE;
+        return code;
     }
 
     int exit_code = EXIT_OK;

@@ -34,6 +34,7 @@ typedef struct reel_buffer {
     int strides[REEL_MAX_PLANES];     // video: bytes per row of each plane
 
     int64_t pts, duration;     // in time_base units; REEL_PTS_NONE when unknown
+    int64_t dts;               // encoded packets: decode order time; REEL_PTS_NONE when unknown
     reel_fraction time_base;
     int stream_id;
     int64_t frame_number;
@@ -44,6 +45,8 @@ typedef struct reel_buffer {
     reel_pool *pool_;
     reel_meta *meta_;
     struct reel_buffer *next_free_;
+    void (*release_)(void *opaque);
+    void *opaque_;
 } reel_buffer;
 
 enum {
@@ -59,6 +62,13 @@ reel_buffer *reel_buffer_new(size_t size);
 // are set for raw video (rows aligned to 64 bytes), size from the shape for
 // tensors. Returns NULL when f is not fixed or too large (REEL_ENOMEM).
 reel_buffer *reel_buffer_new_format(const reel_caps *f);
+
+// A buffer over memory that someone else owns (a decoder's frame, a demuxer's
+// packet), so that it travels without a copy. `release(opaque)` is called on
+// the last unref. The caller fills planes and strides for video. Returns
+// NULL (after calling release) when the format is neither fixed nor encoded.
+reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,
+                                     void (*release)(void *opaque), void *opaque);
 
 // Thread-safety: ref and unref may be called from any thread.
 reel_buffer *reel_buffer_ref(reel_buffer *b);
@@ -77,6 +87,9 @@ reel_buffer *reel_buffer_copy(const reel_buffer *b);
 // Attaches metadata; the buffer takes ownership of data (freed with
 // type->free). Several metas of one type may be attached.
 void reel_buffer_add_meta(reel_buffer *b, const reel_meta_type *type, void *data);
+// Adds to dst a copy of every meta of src that can be copied (an element
+// that makes a new buffer from an old one keeps its metadata this way).
+void reel_buffer_copy_meta(reel_buffer *dst, const reel_buffer *src);
 // The first meta of `type`, or NULL.
 void *reel_buffer_get_meta(const reel_buffer *b, const reel_meta_type *type);
 // Iterates metas of one type (type NULL: all): pass NULL for the first call.

@@ -109,6 +109,10 @@ bool reel_caps_equal(const reel_caps *a, const reel_caps *b);
 const char *reel_pixfmt_name(reel_pixfmt f);          // "rgb24"; NULL if invalid
 reel_pixfmt reel_pixfmt_from_name(const char *name);  // REEL_PIXFMT_NONE if unknown
 int reel_pixfmt_planes(reel_pixfmt f);
+// The format to use when several are allowed (a set of REEL_PIXFMT_BIT()s):
+// the most widely useful first, yuv420p, nv12, rgb24, ... gray8 last.
+// REEL_PIXFMT_NONE for an empty set.
+reel_pixfmt reel_pixfmt_pick(uint64_t set);
 // Bytes of one row of plane p at the given width, and the plane's height.
 size_t reel_pixfmt_row_bytes(reel_pixfmt f, int plane, int width);
 int reel_pixfmt_plane_height(reel_pixfmt f, int plane, int height);

@@ -96,9 +96,10 @@ typedef struct reel_element_class {
     int (*want)(reel_element *e, int pad, reel_caps *want);
     // Negotiation, pass 2 (sources to sinks): with every input format fixed
     // (reel_element_input_format()), fix each output format. *out is
-    // pre-filled with the output template intersected with what downstream
-    // wants (reel_element_output_want()). Leave a field open and the
-    // framework fixes it from downstream's wish when it can, else fails.
+    // pre-filled with the output template (PASSTHROUGH elements: the input
+    // format); reel_element_output_want() tells what downstream wants.
+    // Fields left open are then filled from downstream's wish when it can
+    // (several pixel formats: reel_pixfmt_pick()), else negotiation fails.
     int (*configure)(reel_element *e, int pad, reel_caps *out);
 
     // Run: start after negotiation; process gets one input buffer (ownership
@@ -151,6 +152,8 @@ int reel_element_n_inputs(const reel_element *e);
 int reel_element_n_outputs(const reel_element *e);
 
 // Negotiated formats, valid from `configure` (inputs) and `start` (all).
+// These are the formats the run starts with: after a mid-stream change (a
+// new resolution) each buffer's own `format` is the truth.
 const reel_caps *reel_element_input_format(const reel_element *e, int pad);
 const reel_caps *reel_element_output_format(const reel_element *e, int pad);
 // What the element linked to output `pad` asked for in pass 1.
@@ -161,7 +164,10 @@ const reel_caps *reel_element_output_want(const reel_element *e, int pad);
 reel_buffer *reel_element_alloc(reel_element *e, int pad);
 
 // Hands `buf` to the element linked to output `pad` (ownership passes, also
-// on failure). Returns 0, or REEL_ESTOPPED when the pipeline is stopping.
+// on failure). Returns 0, REEL_ESTOPPED when the pipeline is stopping, or
+// REEL_EFORMAT (reported, naming both ends) when buf's format differs from
+// the last one sent and the receiver does not accept it: a format change
+// mid-stream is renegotiated this way, buffer by buffer.
 // Thread-safety: only from the element's own callbacks.
 int reel_element_push(reel_element *e, int pad, reel_buffer *buf);
 
@@ -180,6 +186,10 @@ bool reel_element_should_stop(const reel_element *e);
 // or until the pipeline stops, whichever is first. Returns false when woken
 // by a stop. For blocking sources that pace themselves.
 bool reel_element_wait_until(reel_element *e, int64_t deadline_us);
+
+// A source that knows how many frames it will produce (a file's frame count)
+// says so; progress messages then show done/total and an ETA. -1: unknown.
+void reel_element_set_expected_frames(reel_element *e, int64_t frames);
 
 // Whether this source runs on a thread of its own instead of the pool's
 // workers: for sources that block on I/O or pace themselves. Defaults to the

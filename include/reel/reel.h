@@ -11,8 +11,10 @@
 #include "pipeline.h"
 #include <reel/version.h>
 
-// Registers the built-in elements. Call once before building pipelines;
-// later calls do nothing. Thread-safety: safe from any thread.
+// Registers the built-in elements and quiets FFmpeg's own logging (reel
+// reports errors itself; REEL_FFMPEG_LOG=error|warning|info|debug brings it
+// back). Call once before building pipelines; later calls do nothing.
+// Thread-safety: safe from any thread.
 void reel_init(void);
 
 #endif

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Bad media input as a user meets it: each case gives exactly one error line
+# that names the element (and the file, where the element knows it), exits 1,
+# and does not crash. Usage: test_media.sh PATH_TO_REEL CLIPS_DIR
+set -u
+reel=$1
+clips=$2
+pass=0 fail=0 skipped=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect_error PATTERN PIPELINE [CODE]: exit CODE (default 1), one
+# "reel: error:" line, matching PATTERN (grep -E).
+expect_error() {
+  local pattern=$1 pipeline=$2 code=${3:-1} out rc errors
+  out=$("$reel" run "$pipeline" 2>&1)
+  rc=$?
+  errors=$(grep -c '^reel: error:' <<<"$out")
+  if [ "$rc" -ne "$code" ]; then bad "reel run \"$pipeline\": exit $rc, wanted $code"$'\n'"$out"; return; fi
+  if [ "$errors" -ne 1 ]; then bad "reel run \"$pipeline\": $errors error lines, wanted 1"$'\n'"$out"; return; fi
+  if ! grep -E '^reel: error:' <<<"$out" | grep -qE -- "$pattern"; then
+    bad "reel run \"$pipeline\": error lacks /$pattern/"$'\n'"$out"
+    return
+  fi
+  ok
+}
+
+# needs CLIP: false (and counted as skipped) when make-clips.sh could not make it.
+needs() {
+  [ -e "$clips/$1" ] && return 0
+  echo "SKIP: $1 missing (this FFmpeg lacks its encoder)"
+  skipped=$((skipped + 1))
+  return 1
+}
+
+dec="decode ! fakesink"
+expect_error "source0: cannot open '$clips/missing.mp4': No such file" \
+  "source location=$clips/missing.mp4 ! $dec"
+needs empty.mp4 && expect_error "source0: cannot open '$clips/empty.mp4'" "source location=$clips/empty.mp4 ! $dec"
+needs random.mp4 && expect_error "source0: .*'$clips/random.mp4'" "source location=$clips/random.mp4 ! $dec"
+needs truncated.mp4 && expect_error "source0: cannot open '$clips/truncated.mp4'" \
+  "source location=$clips/truncated.mp4 ! $dec"
+needs audio.wav && expect_error "source0: '$clips/audio.wav' has no video stream" \
+  "source location=$clips/audio.wav ! $dec"
+# Decodable by FFmpeg, in a pixel format reel has no equivalent for yet.
+needs hevc10.mkv && expect_error "decode0: .*pixel format.*not supported" "source location=$clips/hevc10.mkv ! $dec"
+# A stream index the file does not have: a property wrong for this input,
+# bad usage (2) rather than a failure to read.
+needs h264.mp4 && expect_error "source0: stream 3 of '$clips/h264.mp4' is not a video stream" \
+  "source location=$clips/h264.mp4 stream=3 ! $dec" 2
+
+# Damaged but readable input is not an error: warnings, then exit 0.
+if needs corrupt.mp4; then
+  out=$("$reel" run "source location=$clips/corrupt.mp4 ! $dec" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q 'warning: decode0: .*corrupt' <<<"$out" && grep -qE 'done: [1-9][0-9]* frames' <<<"$out"; then
+    ok
+  else
+    bad "corrupt.mp4: exit $rc, wanted 0 with a decode0 warning"$'\n'"$out"
+  fi
+fi
+if needs truncated-faststart.mp4; then
+  out=$("$reel" run "source location=$clips/truncated-faststart.mp4 ! $dec" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "warning: source0: '$clips/truncated-faststart.mp4' ended early" <<<"$out"; then
+    ok
+  else
+    bad "truncated-faststart.mp4: exit $rc, wanted 0 with a source0 warning"$'\n'"$out"
+  fi
+fi
+
+[ "$skipped" -gt 0 ] && echo "($skipped checks skipped)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
