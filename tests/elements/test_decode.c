@@ -357,6 +357,41 @@ static void test_loop_and_rerun(void **state)
 
 // Runs a pipeline expected to fail while preparing with `code`; the error
 // message on the bus names `element` and contains `text`.
+// decode -> encode ffv1 -> decode: lossless, so the frames come back
+// identical, bit for bit, in the same order.
+static void test_lossless_round_trip(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT(path, "h264.mp4");
+    char *ref = tmp_path("reel-test-roundtrip-ref.txt"), *mkv = tmp_path("reel-test-roundtrip.mkv");
+    char *text = g_strdup_printf("source location=%s ! decode ! tee name=t t. ! queue ! fakesink location=%s "
+                                 "t. ! queue ! encode codec=ffv1 ! sink location=%s",
+                                 path, ref, mkv);
+    seen s;
+    seen_init(&s);
+    reel_pipeline *p = build(text, &s);
+    GError *err = NULL;
+    if (reel_pipeline_run(p, &err) != 0)
+        fail_msg("%s: %s", text, err->message);
+    reel_pipeline_destroy(&p);
+    frames first = read_fakesink(ref);
+    frames again = decode_clip(mkv, "", "", &s, NULL);
+    assert_true(first.lines->len >= 20);
+    assert_int_equal(again.lines->len, first.lines->len);
+    for (guint i = 0; i < first.lines->len; i++)
+        assert_string_equal(g_array_index(again.lines, frame_line, i).md5,
+                            g_array_index(first.lines, frame_line, i).md5);
+    frames_clear(&first);
+    frames_clear(&again);
+    seen_clear(&s);
+    remove(ref);
+    remove(mkv);
+    g_free(ref);
+    g_free(mkv);
+    g_free(text);
+    g_free(path);
+}
+
 static void expect_failure(const char *pipeline, int code, const char *element, const char *text)
 {
     seen s;
@@ -425,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_data),
         cmocka_unit_test(test_truncated_file_ends_early),
         cmocka_unit_test(test_loop_and_rerun),
+        cmocka_unit_test(test_lossless_round_trip),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_unsupported_pixel_format),
     };
