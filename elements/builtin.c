@@ -10,6 +10,7 @@ extern const reel_element_class reel_convert_class;
 extern const reel_element_class reel_decode_class;
 extern const reel_element_class reel_encode_class;
 extern const reel_element_class reel_fakesink_class;
+extern const reel_element_class reel_funnel_class;
 extern const reel_element_class reel_identity_class;
 extern const reel_element_class reel_queue_class;
 extern const reel_element_class reel_sink_class;
@@ -19,8 +20,8 @@ extern const reel_element_class reel_testsrc_class;
 
 static const reel_element_class *const builtin[] = {
     &reel_capsfilter_class, &reel_convert_class, &reel_decode_class, &reel_encode_class,
-    &reel_fakesink_class,   &reel_identity_class, &reel_queue_class, &reel_sink_class,
-    &reel_source_class,     &reel_tee_class,      &reel_testsrc_class,
+    &reel_fakesink_class,   &reel_funnel_class,  &reel_identity_class, &reel_queue_class,
+    &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class,
 };
 
 // FFmpeg logs to stderr on its own; reel reports failures through its

@@ -194,13 +194,7 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     }
     sws_scale(s->sws, (const uint8_t *const *)in->planes, in->strides, 0, in->format.height, out->planes,
               out->strides);
-    out->pts = in->pts;
-    out->dts = in->dts;
-    out->duration = in->duration;
-    out->time_base = in->time_base;
-    out->frame_number = in->frame_number;
-    out->stream_id = in->stream_id;
-    out->flags = in->flags;
+    reel_buffer_copy_props(out, in);
     reel_buffer_unref(&in);
     return reel_element_push(e, 0, out);
 

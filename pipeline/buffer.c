@@ -205,19 +205,19 @@ reel_buffer *reel_buffer_copy(const reel_buffer *src)
         memcpy(b->data, src->data, src->size);
     }
     b->format = src->format;
-    b->pts = src->pts;
-    b->dts = src->dts;
-    b->duration = src->duration;
-    b->time_base = src->time_base;
-    b->stream_id = src->stream_id;
-    b->frame_number = src->frame_number;
-    b->flags = src->flags;
-    reel_buffer_copy_meta(b, src);
+    reel_buffer_copy_props(b, src);
     return b;
 }
 
-void reel_buffer_copy_meta(reel_buffer *dst, const reel_buffer *src)
+void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src)
 {
+    dst->pts = src->pts;
+    dst->dts = src->dts;
+    dst->duration = src->duration;
+    dst->time_base = src->time_base;
+    dst->stream_id = src->stream_id;
+    dst->frame_number = src->frame_number;
+    dst->flags = src->flags;
     void *data;
     for (reel_meta *m = reel_buffer_next_meta(src, NULL, NULL, &data); m;
          m = reel_buffer_next_meta(src, m, NULL, &data))

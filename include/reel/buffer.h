@@ -87,9 +87,10 @@ reel_buffer *reel_buffer_copy(const reel_buffer *b);
 // Attaches metadata; the buffer takes ownership of data (freed with
 // type->free). Several metas of one type may be attached.
 void reel_buffer_add_meta(reel_buffer *b, const reel_meta_type *type, void *data);
-// Adds to dst a copy of every meta of src that can be copied (an element
-// that makes a new buffer from an old one keeps its metadata this way).
-void reel_buffer_copy_meta(reel_buffer *dst, const reel_buffer *src);
+// Copies what src says about its contents to dst: timestamps, time base,
+// stream id, frame number, flags, and every meta that can be copied. An
+// element that makes a new buffer from an old one (a conversion) calls it.
+void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src);
 // The first meta of `type`, or NULL.
 void *reel_buffer_get_meta(const reel_buffer *b, const reel_meta_type *type);
 // Iterates metas of one type (type NULL: all): pass NULL for the first call.
