@@ -64,6 +64,7 @@ struct reel_element {
     GThread *thread;
 
     int64_t expected_frames;       // sources: frames they will produce, -1 unknown
+    GArray *trace;                 // reel_trace_span, when the pipeline traces
 
     // figures for the report; written by the element's runner only
     atomic_llong buffers_in, buffers_out, busy_ns;
@@ -131,6 +132,13 @@ void reel_sched_notify(reel_element *e);
 // property.c
 int reel_props_set_defaults(reel_element *e, GError **error);
 void reel_props_free(reel_element *e);
+
+// trace.c
+typedef struct reel_trace_span {
+    int64_t start_ns, dur_ns;
+    int64_t frame;                 // the buffer's frame number; -1 for a source's turn
+} reel_trace_span;
+void reel_trace_record(reel_element *e, int64_t start_ns, int64_t end_ns, int64_t frame);
 
 // Monotonic clock in nanoseconds.
 int64_t reel_now_ns(void);

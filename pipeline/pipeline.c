@@ -141,27 +141,6 @@ int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, G
     return 0;
 }
 
-int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
-{
-    int count = (int)n_elements(p);
-    for (int i = 0; i < count && i < n; i++) {
-        reel_element *e = p->elements->pdata[i];
-        int64_t dropped = 0;
-        for (guint k = 0; k < e->inputs->len; k++)
-            dropped += atomic_load(&((reel_link *)e->inputs->pdata[k])->dropped);
-        out[i] = (reel_element_report){
-            .name = e->name,
-            .klass = e->klass->name,
-            .device = "cpu",
-            .buffers_in = atomic_load(&e->buffers_in),
-            .buffers_out = atomic_load(&e->buffers_out),
-            .busy_ns = atomic_load(&e->busy_ns),
-            .dropped = dropped,
-        };
-    }
-    return count;
-}
-
 int64_t reel_pipeline_wall_us(reel_pipeline *p)
 {
     int64_t end = p->end_us ? p->end_us : g_get_monotonic_time();

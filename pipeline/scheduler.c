@@ -148,6 +148,18 @@ static bool check(reel_element *e, int rc)
     return true;
 }
 
+// process(), with a span recorded when the pipeline traces.
+static int traced_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    if (!e->pipeline->params.trace)
+        return e->klass->process(e, pad, buf);
+    int64_t frame = buf ? buf->frame_number : -1;
+    int64_t t0 = reel_now_ns();
+    int rc = e->klass->process(e, pad, buf);
+    reel_trace_record(e, t0, reel_now_ns(), frame);
+    return rc;
+}
+
 // One turn of a source. Returns true when it may have more to do.
 static bool run_source(reel_element *e)
 {
@@ -161,7 +173,7 @@ static bool run_source(reel_element *e)
         }
         if (!outputs_have_space(e))
             return false;
-        int rc = e->klass->process(e, -1, NULL);
+        int rc = traced_process(e, -1, NULL);
         if (rc == REEL_EOS) {
             finish(e);
             return false;
@@ -210,7 +222,7 @@ static bool run_filter(reel_element *e)
             continue;
         }
         atomic_fetch_add_explicit(&e->buffers_in, 1, memory_order_relaxed);
-        if (check(e, e->klass->process(e, pad, buf)))
+        if (check(e, traced_process(e, pad, buf)))
             return false;
     }
     return true;
@@ -261,7 +273,7 @@ static gpointer blocking_main(gpointer data)
         if (atomic_load(&p->stopping))
             break;
         int64_t t0 = reel_now_ns();
-        int rc = atomic_load(&p->eos_requested) ? REEL_EOS : e->klass->process(e, -1, NULL);
+        int rc = atomic_load(&p->eos_requested) ? REEL_EOS : traced_process(e, -1, NULL);
         atomic_fetch_add_explicit(&e->busy_ns, reel_now_ns() - t0, memory_order_relaxed);
         if (rc == REEL_EOS) {
             finish(e);
@@ -312,6 +324,8 @@ static void reset_run_state(reel_pipeline *p)
         e->next_input = 0;
         g_free(e->in_eos);
         e->in_eos = g_new0(bool, MAX(e->inputs->len, 1));
+        if (e->trace)
+            g_array_set_size(e->trace, 0);
         g_free(e->out_pool);
         e->out_pool = g_new0(reel_pool *, MAX(e->outputs->len, 1));
         e->blocking = (e->klass->flags & REEL_CLASS_BLOCKING) && e->inputs->len == 0;

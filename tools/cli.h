@@ -7,5 +7,6 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 int cmd_run(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 
 #endif

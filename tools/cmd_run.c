@@ -16,6 +16,7 @@
 
 typedef struct run_opts {
     const char *file;
+    const char *report_json, *dot, *trace;
     bool report;
     bool quiet;
     int threads;
@@ -36,6 +37,9 @@ static const char run_usage[] =
     "\n"
     "  -f, --file FILE      read the description from FILE ('-' for standard input)\n"
     "  --report             per element: device, buffers, busy time, bytes moved\n"
+    "  --report-json FILE   the same report as JSON\n"
+    "  --dot FILE           the graph in Graphviz form, elements coloured by device\n"
+    "  --trace FILE         a Chrome/Perfetto trace: a track per element, a span per buffer\n"
     "  --threads N          worker threads (default: one per core)\n"
     "  --queue-size N       default capacity of every link, in buffers (default 8)\n"
     "  -q, --quiet          no summary line\n";
@@ -111,6 +115,12 @@ static int parse_opts(int argc, char **argv, run_opts *o)
             o->file = argv[++i];
         else if (strcmp(a, "--report") == 0)
             o->report = true;
+        else if (strcmp(a, "--report-json") == 0 && has_next)
+            o->report_json = argv[++i];
+        else if (strcmp(a, "--dot") == 0 && has_next)
+            o->dot = argv[++i];
+        else if (strcmp(a, "--trace") == 0 && has_next)
+            o->trace = argv[++i];
         else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
             o->quiet = true;
         else if (strcmp(a, "--threads") == 0 && has_next && parse_int_arg(argv[i + 1], &o->threads))
@@ -155,14 +165,30 @@ static void print_report(reel_pipeline *p)
     int n = reel_pipeline_report(p, NULL, 0);
     reel_element_report *r = g_new0(reel_element_report, n);
     reel_pipeline_report(p, r, n);
-    fprintf(stderr, "%-16s %-10s %-6s %10s %10s %10s %8s %10s %10s\n", "element", "class", "device",
-            "in", "out", "busy ms", "dropped", "to device", "to host");
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "%-16s %-10s %-6s %10" G_GINT64_FORMAT " %10" G_GINT64_FORMAT " %10.1f %8" G_GINT64_FORMAT
+    fprintf(stderr, "%-16s %-10s %-10s %-10s %10s %10s %10s %8s %10s %10s\n", "element", "class", "requested",
+            "device", "in", "out", "busy ms", "dropped", "to device", "to host");
+    for (int i = 0; i < n; i++) {
+        fprintf(stderr, "%-16s %-10s %-10s %-10s %10" G_GINT64_FORMAT " %10" G_GINT64_FORMAT " %10.1f %8" G_GINT64_FORMAT
                 " %10" G_GINT64_FORMAT " %10" G_GINT64_FORMAT "\n",
-                r[i].name, r[i].klass, r[i].device, r[i].buffers_in, r[i].buffers_out, r[i].busy_ns / 1e6,
-                r[i].dropped, r[i].bytes_to_device, r[i].bytes_to_host);
+                r[i].name, r[i].klass, r[i].device_requested, r[i].device, r[i].buffers_in, r[i].buffers_out,
+                r[i].busy_ns / 1e6, r[i].dropped, r[i].bytes_to_device, r[i].bytes_to_host);
+        if (*r[i].reason)
+            fprintf(stderr, "%-16s   %s\n", "", r[i].reason);
+    }
     g_free(r);
+}
+
+// Writes one of the run's outputs (report, graph, trace); a failure to
+// write is a failure of the run.
+static void write_output(int (*write)(reel_pipeline *, const char *, GError **), reel_pipeline *p,
+                         const char *path, int *exit_code)
+{
+    GError *err = NULL;
+    if (write(p, path, &err) < 0) {
+        fprintf(stderr, "reel: error: cannot write '%s': %s\n", path, err->message);
+        g_error_free(err);
+        *exit_code = EXIT_RUNTIME;
+    }
 }
 
 // Frames that reached the sinks: the most any sink received.
@@ -203,7 +229,8 @@ int cmd_run(int argc, char **argv)
     GError *err = NULL;
     s.pipeline = reel_parse_launch(text, origin,
                                    reel_pipeline_params(.threads = o.threads, .queue_size = o.queue_size,
-                                                        .bus_handler = on_message, .bus_user = &o),
+                                                        .trace = o.trace != NULL, .bus_handler = on_message,
+                                                        .bus_user = &o),
                                    &err);
     g_free(text);
     g_free(origin);
@@ -219,6 +246,8 @@ int cmd_run(int argc, char **argv)
     }
 
     int exit_code = EXIT_OK;
+    if (o.dot)
+        write_output(reel_pipeline_write_dot, s.pipeline, o.dot, &exit_code);
     s.loop = g_main_loop_new(NULL, FALSE);
     guint sigint = g_unix_signal_add(SIGINT, on_signal, &s);
     guint sigterm = g_unix_signal_add(SIGTERM, on_signal, &s);
@@ -244,6 +273,10 @@ int cmd_run(int argc, char **argv)
         fputc('\n', stderr);
     if (o.report)
         print_report(s.pipeline);
+    if (o.report_json)
+        write_output(reel_pipeline_write_report_json, s.pipeline, o.report_json, &exit_code);
+    if (o.trace)
+        write_output(reel_pipeline_write_trace, s.pipeline, o.trace, &exit_code);
     if (!o.quiet) {
         double secs = reel_pipeline_wall_us(s.pipeline) / 1e6;
         int64_t frames = frames_done(s.pipeline);

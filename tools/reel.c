@@ -12,6 +12,7 @@ static const char usage[] =
     "  run DESCRIPTION...     build a pipeline from text and run it to the end\n"
     "  run -f FILE            the same, with the description read from FILE\n"
     "  inspect [ELEMENT]      list the elements, or describe one in full\n"
+    "  devices                list every device reel can run on\n"
     "\n"
     "options:\n"
     "  --help                 this text (also: reel run --help)\n"
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0)
         return cmd_inspect(argc - 2, argv + 2);
+    if (strcmp(cmd, "devices") == 0)
+        return cmd_devices(argc - 2, argv + 2);
     fprintf(stderr, "reel: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_USAGE;
 }

@@ -16,6 +16,7 @@ typedef struct reel_pipeline_params {
     int threads;        // workers in the pool; 0: one per core
     int queue_size;     // default capacity (buffers) of every link; 0: 8
     int stats_interval_ms; // period of STATS messages while run/wait waits; 0: 1000; <0: none
+    bool trace;         // record a span per buffer processed, for reel_pipeline_write_trace()
     reel_bus_handler bus_handler; // may be NULL
     void *bus_user;
 } reel_pipeline_params;
@@ -63,9 +64,11 @@ void reel_pipeline_abort(reel_pipeline *p);
 
 // Per-element figures of the last (or current) run.
 typedef struct reel_element_report {
-    const char *name;      // owned by the pipeline
+    const char *name;      // owned by the pipeline, as are the strings below
     const char *klass;
+    const char *device_requested; // what the description or the API asked for
     const char *device;    // where it ran ("cpu")
+    const char *reason;    // why device differs from device_requested; "" when it does not
     int64_t buffers_in, buffers_out;
     int64_t busy_ns;       // time inside the element's callbacks
     int64_t dropped;       // buffers a leaky link dropped on its way in
@@ -76,5 +79,19 @@ typedef struct reel_element_report {
 int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
 // Wall time of the last run, in microseconds.
 int64_t reel_pipeline_wall_us(reel_pipeline *p);
+
+// The report as JSON: {"wall_s": ..., "elements": [{"name", "class",
+// "device_requested", "device", "reason", "buffers_in", "buffers_out",
+// "busy_ms", "dropped", "bytes_to_device", "bytes_to_host"}, ...]}.
+// Written whole or not at all. Returns 0 or REEL_EIO.
+int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error);
+
+// The graph in Graphviz form: elements coloured by the device they run on,
+// links labelled with their negotiated formats. Call after prepare.
+int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error);
+
+// The spans recorded with params.trace, in Chrome/Perfetto trace-event JSON:
+// one track per element, one span per buffer processed.
+int reel_pipeline_write_trace(reel_pipeline *p, const char *path, GError **error);
 
 #endif

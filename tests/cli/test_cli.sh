@@ -29,7 +29,7 @@ expect 2 'usage: reel COMMAND' --
 expect 2 "unknown command 'frobnicate'" -- frobnicate
 expect 0 'done: 30 frames' -- run "testsrc num-buffers=30 ! fakesink"
 expect 0 'fakesink0: 10 buffers, md5 [0-9a-f]{32}' -- run "testsrc num-buffers=10 ! fakesink checksum=true"
-expect 0 'queue0 +queue +cpu +20 +20' -- run --report "testsrc num-buffers=20 ! queue ! fakesink"
+expect 0 'queue0 +queue +cpu +cpu +20 +20' -- run --report "testsrc num-buffers=20 ! queue ! fakesink"
 expect 2 'usage: reel run' -- run
 expect 2 "bad option '--frobnicate'" -- run --frobnicate "testsrc ! fakesink"
 
@@ -67,6 +67,19 @@ done
 expect 0 'num-buffers +int' -- inspect testsrc
 expect 0 'one of: no, upstream, downstream' -- inspect queue
 expect 2 "no element called 'teee'; did you mean 'tee'" -- inspect teee
+
+# Machine-readable outputs: the report as JSON, the graph, the trace.
+expect 0 'done: 5 frames' -- run --report-json "$tmp/r.json" --dot "$tmp/g.dot" --trace "$tmp/t.json" \
+  "testsrc num-buffers=5 ! queue ! fakesink"
+if grep -q '"name": "queue0", "class": "queue", "device_requested": "cpu", "device": "cpu", "reason": "", "buffers_in": 5, "buffers_out": 5' "$tmp/r.json" \
+   && grep -q '^  "testsrc0" -> "queue0" \[label="video/raw' "$tmp/g.dot" \
+   && [ "$(grep -c '"ph": "M"' "$tmp/t.json")" = 3 ] \
+   && [ "$(grep -c '"ph": "X"' "$tmp/t.json")" = 16 ]; then  # testsrc 5 + its EOS turn, queue 5, fakesink 5
+  ok
+else
+  bad "report/dot/trace files"; cat "$tmp/r.json" "$tmp/g.dot"; grep -c '"ph"' "$tmp/t.json"
+fi
+expect 1 "cannot write '/nonexistent/r.json'" -- run --report-json /nonexistent/r.json "testsrc num-buffers=1 ! fakesink"
 
 # Ctrl-C ends a run cleanly: exit 0, sinks finalized, whole lines.
 "$reel" run "testsrc is-live=true framerate=200 ! queue ! fakesink location=$tmp/frames.txt" >"$tmp/int.log" 2>&1 &

@@ -1,0 +1,33 @@
+#include "pipeline/json.h"
+#include "reel/error.h"
+
+void reel_json_string(GString *out, const char *s)
+{
+    g_string_append_c(out, '"');
+    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+        switch (*c) {
+        case '"': g_string_append(out, "\\\""); break;
+        case '\\': g_string_append(out, "\\\\"); break;
+        case '\n': g_string_append(out, "\\n"); break;
+        case '\t': g_string_append(out, "\\t"); break;
+        case '\r': g_string_append(out, "\\r"); break;
+        default:
+            if (*c < 0x20)
+                g_string_append_printf(out, "\\u%04x", *c);
+            else
+                g_string_append_c(out, (char)*c);
+        }
+    }
+    g_string_append_c(out, '"');
+}
+
+int reel_write_file_atomically(const char *path, const GString *text, GError **error)
+{
+    GError *err = NULL;
+    if (!g_file_set_contents(path, text->str, (gssize)text->len, &err)) {
+        g_set_error(error, REEL_ERROR, REEL_EIO, "%s", err->message);
+        g_error_free(err);
+        return REEL_EIO;
+    }
+    return 0;
+}

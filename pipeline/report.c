@@ -1,0 +1,107 @@
+// What a run did, per element: as structs, JSON, and a Graphviz graph.
+#include <stdio.h>
+
+#include "pipeline/internal.h"
+#include "pipeline/json.h"
+#include "reel/error.h"
+
+int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
+{
+    int count = (int)p->elements->len - 1;
+    for (int i = 0; i < count && i < n; i++) {
+        reel_element *e = p->elements->pdata[i];
+        int64_t dropped = 0;
+        for (guint k = 0; k < e->inputs->len; k++)
+            dropped += atomic_load(&((reel_link *)e->inputs->pdata[k])->dropped);
+        out[i] = (reel_element_report){
+            .name = e->name,
+            .klass = e->klass->name,
+            .device_requested = "cpu",
+            .device = "cpu",
+            .reason = "",
+            .buffers_in = atomic_load(&e->buffers_in),
+            .buffers_out = atomic_load(&e->buffers_out),
+            .busy_ns = atomic_load(&e->busy_ns),
+            .dropped = dropped,
+        };
+    }
+    return count;
+}
+
+int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error)
+{
+    int n = reel_pipeline_report(p, NULL, 0);
+    reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
+    reel_pipeline_report(p, r, n);
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "{\"wall_s\": %.6f, \"elements\": [", reel_pipeline_wall_us(p) / 1e6);
+    for (int i = 0; i < n; i++) {
+        const char *keys[] = { "name", "class", "device_requested", "device", "reason" };
+        const char *values[] = { r[i].name, r[i].klass, r[i].device_requested, r[i].device, r[i].reason };
+        g_string_append(s, i ? ",\n  {" : "\n  {");
+        for (size_t k = 0; k < G_N_ELEMENTS(keys); k++) {
+            g_string_append_printf(s, "\"%s\": ", keys[k]);
+            reel_json_string(s, values[k]);
+            g_string_append(s, ", ");
+        }
+        g_string_append_printf(s,
+                               "\"buffers_in\": %" G_GINT64_FORMAT ", \"buffers_out\": %" G_GINT64_FORMAT
+                               ", \"busy_ms\": %.3f, \"dropped\": %" G_GINT64_FORMAT
+                               ", \"bytes_to_device\": %" G_GINT64_FORMAT ", \"bytes_to_host\": %" G_GINT64_FORMAT "}",
+                               r[i].buffers_in, r[i].buffers_out, r[i].busy_ns / 1e6, r[i].dropped,
+                               r[i].bytes_to_device, r[i].bytes_to_host);
+    }
+    g_string_append(s, "\n]}\n");
+    int rc = reel_write_file_atomically(path, s, error);
+    g_string_free(s, TRUE);
+    g_free(r);
+    return rc;
+}
+
+// Fill colours per device kind, so a glance shows what runs where.
+static const char *device_colour(const char *device)
+{
+    return g_str_has_prefix(device, "cpu") ? "#dde4ee" : "#c8f0c8";
+}
+
+static void dot_id(GString *s, const char *name)
+{
+    reel_json_string(s, name); // JSON quoting is valid DOT quoting for these names
+}
+
+int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error)
+{
+    int n = reel_pipeline_report(p, NULL, 0);
+    reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
+    reel_pipeline_report(p, r, n);
+    GString *s = g_string_new("digraph reel {\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", "
+                              "fontname=\"sans\"];\n  edge [fontname=\"sans\", fontsize=9];\n");
+    for (int i = 0; i < n; i++) {
+        g_string_append(s, "  ");
+        dot_id(s, r[i].name);
+        g_string_append_printf(s, " [label=\"%s\\n%s\\non %s\", fillcolor=\"%s\"];\n", r[i].name, r[i].klass,
+                               r[i].device, device_colour(r[i].device));
+    }
+    for (guint i = 0; i < p->links->len; i++) {
+        reel_link *l = p->links->pdata[i];
+        g_string_append(s, "  ");
+        dot_id(s, l->src->name);
+        g_string_append(s, " -> ");
+        dot_id(s, l->dst->name);
+        if (l->src->out_format && p->prepared) {
+            char *f = reel_caps_to_string(&l->src->out_format[l->src_pad]);
+            gchar **fields = g_strsplit(f, ",", -1);
+            char *label = g_strjoinv("\\n", fields);
+            g_string_append_printf(s, " [label=\"%s\"]", label);
+            g_free(label);
+            g_strfreev(fields);
+            g_free(f);
+        }
+        g_string_append(s, ";\n");
+    }
+    g_string_append(s, "}\n");
+    int rc = reel_write_file_atomically(path, s, error);
+    g_string_free(s, TRUE);
+    g_free(r);
+    return rc;
+}
