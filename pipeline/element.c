@@ -48,12 +48,20 @@ void reel_element_destroy(reel_element **ep)
     g_cond_clear(&e->wake);
     g_free(e->priv);
     g_free(e->name);
+    g_free(e->device_request);
+    g_free(e->device);
+    g_free(e->placement_reason);
     g_free(e);
 }
 
 const char *reel_element_name(const reel_element *e)
 {
     return e->name;
+}
+
+const char *reel_element_device_request(const reel_element *e)
+{
+    return e->device_request;
 }
 
 const reel_element_class *reel_element_get_class(const reel_element *e)

@@ -46,6 +46,9 @@ struct reel_element {
     const reel_element_class *klass;
     char *name;
     bool auto_name;
+    char *device_request;          // the element's `device` property, or NULL
+    char *device;                  // where it runs, decided at prepare
+    char *placement_reason;        // why `device` differs from the request, or NULL
     void *priv;
     reel_pipeline *pipeline;
 
@@ -72,6 +75,8 @@ struct reel_element {
 
 struct reel_pipeline {
     reel_pipeline_params params;
+    char *device;                  // the pipeline's device ("cpu" by default)
+    bool strict_placement;
     GPtrArray *elements;           // reel_element *, NULL-terminated
     GPtrArray *links;
     bool prepared;
@@ -115,6 +120,11 @@ void reel_link_reset(reel_link *l);
 // Fails naming the elements of a cycle.
 int reel_graph_sort(reel_pipeline *p, reel_element ***order, GError **error);
 int reel_graph_validate(reel_pipeline *p, GError **error);
+
+// placement.c
+// Decides where each element runs; fails (strict placement) naming the
+// element and the reason.
+int reel_place(reel_pipeline *p, GError **error);
 
 // negotiate.c
 int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error);

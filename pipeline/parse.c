@@ -118,6 +118,9 @@ void reel_parse_description_free(reel_parse_description **d)
     for (size_t i = 0; i < (*d)->n_chains; i++)
         chain_clear(&(*d)->chains[i]);
     g_free((*d)->chains);
+    for (size_t i = 0; i < (*d)->n_settings; i++)
+        prop_clear(&(*d)->settings[i]);
+    g_free((*d)->settings);
     g_free((*d)->text);
     g_free((*d)->origin);
     g_free(*d);
@@ -448,6 +451,22 @@ fail:
     return false;
 }
 
+// Pipeline settings: `key=value` words before the first element.
+static bool parse_settings(parser *ps, GArray *settings)
+{
+    const char *s = ps->s;
+    for (;;) {
+        size_t k = ps->p, eq = k;
+        while (is_ident(s[eq]))
+            eq++;
+        if (eq == k || s[eq] != '=')
+            return true;
+        if (!parse_prop(ps, settings, eq))
+            return false;
+        skip_blank(ps);
+    }
+}
+
 reel_parse_description *reel_parse_describe(const char *text, const char *origin, GError **error)
 {
     reel_parse_description *d = g_new0(reel_parse_description, 1);
@@ -456,6 +475,8 @@ reel_parse_description *reel_parse_describe(const char *text, const char *origin
     parser ps = { .d = d, .s = d->text, .error = error };
     GArray *chains = g_array_new(FALSE, TRUE, sizeof(reel_parse_chain));
     g_array_set_clear_func(chains, chain_clear);
+    GArray *settings = g_array_new(FALSE, TRUE, sizeof(reel_parse_prop));
+    g_array_set_clear_func(settings, prop_clear);
 
     skip_blank(&ps);
     if (ps.s[ps.p] == '\0') {
@@ -463,16 +484,26 @@ reel_parse_description *reel_parse_describe(const char *text, const char *origin
              "empty pipeline description");
         goto fail;
     }
+    if (!parse_settings(&ps, settings))
+        goto fail;
+    if (ps.s[ps.p] == '\0') {
+        fail(&ps, ps.p, 0, "write elements linked with '!' after the settings, e.g. testsrc ! fakesink",
+             "no elements after the pipeline settings");
+        goto fail;
+    }
     while (ps.s[ps.p]) {
         if (!parse_chain(&ps, chains))
             goto fail;
         skip_blank(&ps);
     }
+    d->n_settings = settings->len;
+    d->settings = (reel_parse_prop *)g_array_free(settings, FALSE);
     d->n_chains = chains->len;
     d->chains = (reel_parse_chain *)g_array_free(chains, FALSE);
     return d;
 
 fail:
+    g_array_free(settings, TRUE);
     g_array_free(chains, TRUE);
     reel_parse_description_free(&d);
     return NULL;

@@ -53,6 +53,10 @@ typedef struct reel_parse_chain {
 typedef struct reel_parse_description {
     char *text;   // a copy of the source; spans point into it
     char *origin; // names the source in messages ("pipeline", a file name)
+    // key=value settings before the first chain (device=vulkan:0), for the
+    // pipeline itself
+    reel_parse_prop *settings;
+    size_t n_settings;
     reel_parse_chain *chains;
     size_t n_chains;
 } reel_parse_description;

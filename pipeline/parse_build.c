@@ -83,9 +83,10 @@ static bool check_name(builder *b, const reel_parse_prop *name, size_t index)
 static bool set_prop(builder *b, reel_element *e, const reel_element_class *k,
                      const reel_parse_prop *prop)
 {
-    if (!reel_element_class_find_prop(k, prop->key)) {
+    if (!reel_element_class_has_property(k, prop->key)) {
         GPtrArray *names = g_ptr_array_new();
         g_ptr_array_add(names, "name");
+        g_ptr_array_add(names, "device");
         for (const reel_prop *pr = k->props; pr && pr->name; pr++)
             g_ptr_array_add(names, (gpointer)pr->name);
         char *hint = did_you_mean(prop->key, names, "");
@@ -223,8 +224,30 @@ static bool link_items(builder *b, reel_element *src, reel_element *dst, reel_pa
     return false;
 }
 
+// The settings before the first element apply to the pipeline.
+static bool apply_settings(builder *b)
+{
+    static const char *const keys[] = { "device", "placement" };
+    for (size_t i = 0; i < b->d->n_settings; i++) {
+        const reel_parse_prop *set = &b->d->settings[i];
+        GError *err = NULL;
+        if (reel_pipeline_set(b->p, set->key, set->value, &err) == 0)
+            continue;
+        bool known = strcmp(set->key, "device") == 0 || strcmp(set->key, "placement") == 0;
+        const char *near = reel_suggest(set->key, keys, G_N_ELEMENTS(keys));
+        char *hint = !known && near ? g_strdup_printf("did you mean '%s'?", near) : NULL;
+        reel_parse_error(b->error, b->d, known ? set->value_span : set->key_span, hint, "%s", err->message);
+        g_free(hint);
+        g_error_free(err);
+        return false;
+    }
+    return true;
+}
+
 static bool build(builder *b)
 {
+    if (!apply_settings(b))
+        return false;
     size_t index = 0;
     for (size_t c = 0; c < b->d->n_chains; c++) {
         const reel_parse_chain *ch = &b->d->chains[c];

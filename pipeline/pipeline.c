@@ -17,6 +17,7 @@ reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params)
         p->params.queue_size = DEFAULT_QUEUE_SIZE;
     if (p->params.stats_interval_ms == 0)
         p->params.stats_interval_ms = 1000;
+    p->device = g_strdup("cpu");
     p->elements = g_ptr_array_new();
     g_ptr_array_add(p->elements, NULL);
     p->links = g_ptr_array_new();
@@ -51,10 +52,35 @@ void reel_pipeline_destroy(reel_pipeline **pp)
     g_ptr_array_free(p->elements, TRUE);
     g_clear_error(&p->error);
     g_free(p->ready);
+    g_free(p->device);
     g_mutex_clear(&p->lock);
     g_cond_clear(&p->cond);
     g_cond_clear(&p->state_cond);
     g_free(p);
+}
+
+int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error)
+{
+    if (p->prepared || p->running) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "cannot set '%s': the pipeline is already prepared", key);
+        return REEL_EINVAL;
+    }
+    if (strcmp(key, "device") == 0 && *value) {
+        g_free(p->device);
+        p->device = g_strdup(value);
+        return 0;
+    }
+    if (strcmp(key, "placement") == 0 && (strcmp(value, "prefer") == 0 || strcmp(value, "strict") == 0)) {
+        p->strict_placement = strcmp(value, "strict") == 0;
+        return 0;
+    }
+    if (strcmp(key, "placement") == 0)
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "invalid placement '%s': expected prefer or strict", value);
+    else if (strcmp(key, "device") == 0)
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "empty device");
+    else
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "unknown pipeline setting '%s' (known: device, placement)", key);
+    return REEL_EINVAL;
 }
 
 // Auto-named elements are called after their class and numbered per

@@ -230,6 +230,15 @@ int reel_element_set(reel_element *e, const char *name, const char *value, GErro
         e->auto_name = false;
         return 0;
     }
+    if (strcmp(name, "device") == 0) {
+        if (e->pipeline && e->pipeline->prepared) {
+            g_set_error(error, REEL_ERROR, REEL_EINVAL, "cannot move '%s': the pipeline is prepared", e->name);
+            return REEL_EINVAL;
+        }
+        g_free(e->device_request);
+        e->device_request = *value ? g_strdup(value) : NULL;
+        return 0;
+    }
     const reel_prop *prop = reel_element_class_find_prop(e->klass, name);
     if (!prop) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "element '%s' (%s) has no property '%s'",
@@ -250,6 +259,8 @@ char *reel_element_get(reel_element *e, const char *name)
 {
     if (strcmp(name, "name") == 0)
         return g_strdup(reel_element_name(e));
+    if (strcmp(name, "device") == 0)
+        return g_strdup(e->device_request ? e->device_request : "");
     const reel_prop *prop = reel_element_class_find_prop(e->klass, name);
     if (!prop)
         return NULL;
@@ -301,6 +312,11 @@ void reel_props_free(reel_element *e)
             *(char **)field(e, prop) = NULL;
         }
     }
+}
+
+bool reel_element_class_has_property(const reel_element_class *k, const char *name)
+{
+    return strcmp(name, "name") == 0 || strcmp(name, "device") == 0 || reel_element_class_find_prop(k, name);
 }
 
 const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const char *name)

@@ -1,5 +1,6 @@
 // What a run did, per element: as structs, JSON, and a Graphviz graph.
 #include <stdio.h>
+#include <string.h>
 
 #include "pipeline/internal.h"
 #include "pipeline/json.h"
@@ -16,9 +17,9 @@ int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
         out[i] = (reel_element_report){
             .name = e->name,
             .klass = e->klass->name,
-            .device_requested = "cpu",
-            .device = "cpu",
-            .reason = "",
+            .device_requested = e->device_request ? e->device_request : p->device,
+            .device = e->device ? e->device : "",
+            .reason = e->placement_reason ? e->placement_reason : "",
             .buffers_in = atomic_load(&e->buffers_in),
             .buffers_out = atomic_load(&e->buffers_out),
             .busy_ns = atomic_load(&e->busy_ns),
@@ -61,7 +62,7 @@ int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError *
 // Fill colours per device kind, so a glance shows what runs where.
 static const char *device_colour(const char *device)
 {
-    return g_str_has_prefix(device, "cpu") ? "#dde4ee" : "#c8f0c8";
+    return !*device ? "#ffffff" : strcmp(device, "cpu") == 0 ? "#dde4ee" : "#c8f0c8";
 }
 
 static void dot_id(GString *s, const char *name)

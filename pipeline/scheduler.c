@@ -294,6 +294,8 @@ int reel_pipeline_prepare(reel_pipeline *p, GError **error)
     reel_element **order = NULL;
     int rc = reel_graph_validate(p, error);
     if (rc == 0)
+        rc = reel_place(p, error);
+    if (rc == 0)
         rc = reel_graph_sort(p, &order, error);
     if (rc == 0)
         rc = reel_negotiate(p, order, error);

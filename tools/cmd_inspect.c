@@ -27,11 +27,14 @@ static void print_pads(const char *what, int min, int max, const char *caps)
 
 static void describe(const reel_element_class *k)
 {
-    printf("%s\n  %s\n\npads:\n", k->name, k->description);
+    unsigned on = k->devices ? k->devices : REEL_RUNS_ON_CPU;
+    printf("%s\n  %s\n\nruns on: %s%s%s\n\npads:\n", k->name, k->description, on & REEL_RUNS_ON_CPU ? "cpu" : "",
+           on == (REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN) ? ", " : "", on & REEL_RUNS_ON_VULKAN ? "vulkan" : "");
     print_pads("inputs", k->min_inputs, k->max_inputs, k->input_caps);
     print_pads("outputs", k->min_outputs, k->max_outputs, k->output_caps);
     printf("\nproperties:\n");
     printf("  %-14s %-9s %s\n", "name", "string", "element name (default: class name and a number)");
+    printf("  %-14s %-9s %s\n", "device", "string", "where it runs (default: the pipeline's device)");
     for (const reel_prop *p = k->props; p && p->name; p++) {
         char *valid = reel_prop_describe_values(p);
         printf("  %-14s %-9s %s\n", p->name, reel_prop_type_name(p->type), p->help ? p->help : "");

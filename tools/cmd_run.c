@@ -17,6 +17,7 @@
 typedef struct run_opts {
     const char *file;
     const char *report_json, *dot, *trace;
+    const char *device, *placement;
     bool report;
     bool quiet;
     int threads;
@@ -36,6 +37,9 @@ static const char run_usage[] =
     "       reel run [OPTIONS] -f FILE\n"
     "\n"
     "  -f, --file FILE      read the description from FILE ('-' for standard input)\n"
+    "  --device SPEC        where every element runs: cpu, auto, vulkan:N, a device name\n"
+    "                       (overrides a device= line in the description)\n"
+    "  --placement MODE     prefer (fall back to the cpu and say why) or strict (fail instead)\n"
     "  --report             per element: device, buffers, busy time, bytes moved\n"
     "  --report-json FILE   the same report as JSON\n"
     "  --dot FILE           the graph in Graphviz form, elements coloured by device\n"
@@ -115,6 +119,10 @@ static int parse_opts(int argc, char **argv, run_opts *o)
             o->file = argv[++i];
         else if (strcmp(a, "--report") == 0)
             o->report = true;
+        else if (strcmp(a, "--device") == 0 && has_next)
+            o->device = argv[++i];
+        else if (strcmp(a, "--placement") == 0 && has_next)
+            o->placement = argv[++i];
         else if (strcmp(a, "--report-json") == 0 && has_next)
             o->report_json = argv[++i];
         else if (strcmp(a, "--dot") == 0 && has_next)
@@ -234,6 +242,13 @@ int cmd_run(int argc, char **argv)
                                    &err);
     g_free(text);
     g_free(origin);
+    if (s.pipeline && ((o.device && reel_pipeline_set(s.pipeline, "device", o.device, &err) < 0)
+                       || (o.placement && reel_pipeline_set(s.pipeline, "placement", o.placement, &err) < 0))) {
+        fprintf(stderr, "reel run: %s\n", err->message);
+        g_error_free(err);
+        reel_pipeline_destroy(&s.pipeline);
+        return EXIT_USAGE;
+    }
     if (!s.pipeline || reel_pipeline_prepare(s.pipeline, &err) < 0) {
         fprintf(stderr, "%s%s\n", s.pipeline ? "reel: error: " : "", err->message);
         // A description that cannot work is bad usage; an input that cannot

@@ -69,10 +69,17 @@ enum {
     REEL_CLASS_PASSTHROUGH = 1 << 1,
 };
 
+// Kinds of device an element class can run on.
+enum {
+    REEL_RUNS_ON_CPU = 1 << 0,
+    REEL_RUNS_ON_VULKAN = 1 << 1,
+};
+
 typedef struct reel_element_class {
     const char *name;
     const char *description;
     unsigned flags;
+    unsigned devices;      // REEL_RUNS_ON_* bits; 0 means the cpu only
     size_t priv_size;
     const reel_prop *props; // terminated by {NULL}; may be NULL
 
@@ -125,6 +132,10 @@ const reel_element_class *reel_element_class_find(const char *name);
 const reel_element_class *const *reel_element_class_list(void);
 // The property called `name` of a class, or NULL.
 const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const char *name);
+// Whether elements of the class accept property `name`: one of its table, or
+// one every element has: `name` and `device` (where it runs; default: the
+// pipeline's device).
+bool reel_element_class_has_property(const reel_element_class *k, const char *name);
 
 // ---- element instances -----------------------------------------------------
 
@@ -136,6 +147,9 @@ reel_element *reel_element_new(const reel_element_class *klass, const char *name
 void reel_element_destroy(reel_element **e);
 
 const char *reel_element_name(const reel_element *e);
+// The device the element was asked to run on (its `device` property), or
+// NULL for the pipeline's.
+const char *reel_element_device_request(const reel_element *e);
 const reel_element_class *reel_element_get_class(const reel_element *e);
 void *reel_element_priv(reel_element *e);
 reel_pipeline *reel_element_pipeline(reel_element *e);

@@ -29,6 +29,15 @@ reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params);
 // Stops it if running and frees it with its elements. NULL-safe.
 void reel_pipeline_destroy(reel_pipeline **p);
 
+// Pipeline-wide settings, from text: "device" (where every element runs
+// unless it says otherwise: "cpu", "auto", "vulkan:N", a device name; the
+// default is "cpu") and "placement" ("prefer": an element that cannot run
+// there falls back to the cpu and the report says why; "strict": that is an
+// error naming the element and the reason). A `.reel` file may set them on
+// its first lines (`device=vulkan:0`). Fails with REEL_EINVAL for an unknown
+// key or value, or once the pipeline is prepared.
+int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error);
+
 // Adds an element; the pipeline takes ownership, also on failure. Fails
 // (REEL_EINVAL) when the name is already used in this pipeline.
 int reel_pipeline_add(reel_pipeline *p, reel_element *e, GError **error);

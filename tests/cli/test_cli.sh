@@ -68,6 +68,15 @@ expect 0 'num-buffers +int' -- inspect testsrc
 expect 0 'one of: no, upstream, downstream' -- inspect queue
 expect 2 "no element called 'teee'; did you mean 'tee'" -- inspect teee
 
+# Placement: every element reports where it was asked to run and where it
+# ran; a fallback says why, and strict placement refuses it.
+expect 0 'testsrc0 +testsrc +vulkan:0 +cpu' -- run --report --device vulkan:0 "testsrc num-buffers=2 ! fakesink"
+expect 0 'testsrc has no implementation for vulkan:0; it runs on the cpu' -- run --report "device=vulkan:0 testsrc num-buffers=2 ! fakesink"
+expect 0 'fakesink0 +fakesink +cpu +cpu' -- run --report "testsrc num-buffers=2 device=vulkan:0 ! fakesink"
+expect 1 "placement=strict: 'testsrc0' cannot run on vulkan:0" -- run --placement strict "device=vulkan:0 testsrc ! fakesink"
+expect 2 "invalid placement 'sometimes'" -- run --placement sometimes "testsrc ! fakesink"
+expect 2 "pipeline:1:1: error: unknown pipeline setting 'devise'" -- run "devise=cpu testsrc ! fakesink"
+
 # Machine-readable outputs: the report as JSON, the graph, the trace.
 expect 0 'done: 5 frames' -- run --report-json "$tmp/r.json" --dot "$tmp/g.dot" --trace "$tmp/t.json" \
   "testsrc num-buffers=5 ! queue ! fakesink"
