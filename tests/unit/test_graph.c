@@ -127,6 +127,40 @@ static void test_negotiation_fixes_from_downstream(void **state)
     reel_pipeline_destroy(&p);
 }
 
+static void test_placement_fallback_and_strict(void **state)
+{
+    (void)state;
+    const char *items[] = { "testsrc num-buffers=1", "identity device=cpu", "fakesink" };
+    reel_pipeline *p = chain(items, 3);
+    GError *err = NULL;
+    assert_int_equal(reel_pipeline_set(p, "device", "vulkan:0", &err), 0);
+    assert_int_equal(reel_pipeline_prepare(p, &err), 0);
+    reel_element_report r[3];
+    assert_int_equal(reel_pipeline_report(p, r, 3), 3);
+    // Asked for the GPU, runs on the cpu, and says why.
+    assert_string_equal(r[0].device_requested, "vulkan:0");
+    assert_string_equal(r[0].device, "cpu");
+    assert_non_null(strstr(r[0].reason, "testsrc has no implementation for vulkan:0"));
+    // An element's own device wins over the pipeline's.
+    assert_string_equal(r[1].device_requested, "cpu");
+    assert_string_equal(r[1].reason, "");
+    // Settings are fixed once prepared.
+    assert_int_equal(reel_pipeline_set(p, "device", "cpu", &err), REEL_EINVAL);
+    g_clear_error(&err);
+    reel_pipeline_destroy(&p);
+
+    p = chain(items, 3);
+    assert_int_equal(reel_pipeline_set(p, "placement", "strict", &err), 0);
+    assert_int_equal(reel_pipeline_set(p, "device", "vulkan:0", &err), 0);
+    expect_prepare_error(p, (const char *[]){ "placement=strict", "'testsrc0'", "vulkan:0", NULL });
+
+    p = chain(items, 3);
+    assert_int_equal(reel_pipeline_set(p, "colour", "red", &err), REEL_EINVAL);
+    assert_non_null(strstr(err->message, "unknown pipeline setting 'colour'"));
+    g_clear_error(&err);
+    reel_pipeline_destroy(&p);
+}
+
 int main(void)
 {
     reel_init();
@@ -136,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_cycle),
         cmocka_unit_test(test_incompatible_formats),
         cmocka_unit_test(test_negotiation_fixes_from_downstream),
+        cmocka_unit_test(test_placement_fallback_and_strict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
