@@ -5,6 +5,7 @@
 #include "buffer.h"
 #include "bus.h"
 #include "caps.h"
+#include "device.h"
 #include "element.h"
 #include "error.h"
 #include "parse.h"

@@ -1,0 +1,109 @@
+// Kernels: the built-in table and the validate-once wrappers around the
+// backends' create and dispatch.
+#include <string.h>
+
+#include "gpu/backend.h"
+
+// From the build tree: glslc's output for gpu/shaders/NAME.comp.
+#define SHADER(name)                                                                               \
+    extern const uint32_t reel_spv_##name[];                                                       \
+    extern const size_t reel_spv_##name##_size;                                                    \
+    void cpu_kernel_##name(void *const *buffers, const void *push, const uint32_t groups[3],      \
+                           uint32_t local_size);
+SHADER(saxpy)
+SHADER(reduce_sum)
+SHADER(fill)
+#undef SHADER
+
+#define DESC(n, nbuf, w, push, local)                                                                 \
+    { .name = #n, .n_buffers = nbuf, .writes = w, .push_size = push, .default_local_size = local,               \
+      .spirv = reel_spv_##n, .spirv_size = &reel_spv_##n##_size, .cpu = cpu_kernel_##n }
+
+const reel_kernel_desc reel_kernel_descs[] = {
+    DESC(saxpy, 2, 1u << 1, 8, 64),
+    DESC(reduce_sum, 2, 1u << 1, 8, 256),
+    DESC(fill, 1, 1u << 0, 8, 64),
+};
+const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
+
+const reel_kernel_desc *reel_kernel_desc_find(const char *name)
+{
+    for (int i = 0; name && i < reel_n_kernel_descs; i++)
+        if (strcmp(name, reel_kernel_descs[i].name) == 0)
+            return &reel_kernel_descs[i];
+    return NULL;
+}
+
+reel_kernel *reel_kernel_create(reel_device *dev, const reel_kernel_params *params, GError **error)
+{
+    const reel_kernel_desc *desc = params ? reel_kernel_desc_find(params->name) : NULL;
+    if (!desc) {
+        GString *s = g_string_new(NULL);
+        for (int i = 0; i < reel_n_kernel_descs; i++)
+            g_string_append_printf(s, "%s%s", i ? ", " : "", reel_kernel_descs[i].name);
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "no kernel '%s'; there are: %s",
+                    params && params->name ? params->name : "(null)", s->str);
+        g_string_free(s, TRUE);
+        return NULL;
+    }
+    uint32_t local = params->local_size ? params->local_size : desc->default_local_size;
+    if (local > dev->info.max_workgroup_invocations) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "kernel %s: local_size %u exceeds %s's limit of %u",
+                    desc->name, local, dev->info.name, dev->info.max_workgroup_invocations);
+        return NULL;
+    }
+    reel_kernel *k = g_new0(reel_kernel, 1);
+    k->dev = reel_device_ref(dev);
+    k->desc = desc;
+    k->local_size = local;
+    if (dev->fns->kernel_create(k, error) < 0) {
+        reel_device_unref(&k->dev);
+        g_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+void reel_kernel_destroy(reel_kernel **pk)
+{
+    reel_kernel *k = *pk;
+    *pk = NULL;
+    if (!k)
+        return;
+    uint64_t last = atomic_load(&k->last);
+    if (last)
+        reel_device_wait(k->dev, last);
+    k->dev->fns->kernel_destroy(k);
+    reel_device_unref(&k->dev);
+    g_free(k);
+}
+
+uint32_t reel_kernel_local_size(const reel_kernel *k)
+{
+    return k->local_size;
+}
+
+int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point)
+{
+    if (!p || p->push_size != k->desc->push_size || (p->push_size && !p->push))
+        return REEL_EINVAL;
+    for (int i = 0; i < REEL_KERNEL_MAX_BUFFERS; i++) {
+        reel_mem *m = p->buffers[i];
+        if ((i < k->desc->n_buffers) != (m != NULL))
+            return REEL_EINVAL;
+        if (m && (m->dev != k->dev || m->size > k->dev->info.max_storage_buffer_range))
+            return REEL_EINVAL;
+    }
+    reel_dispatch_params q = *p;
+    for (int i = 0; i < 3; i++)
+        q.groups[i] = q.groups[i] ? q.groups[i] : 1;
+    uint64_t pt = 0;
+    int err = k->dev->fns->dispatch(k, &q, &pt);
+    if (err)
+        return err;
+    atomic_store(&k->last, pt);
+    atomic_fetch_add(&k->dev->stats.dispatches, 1);
+    if (point)
+        *point = pt;
+    return 0;
+}

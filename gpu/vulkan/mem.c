@@ -1,0 +1,172 @@
+// Vulkan memory: a buffer with its own allocation per reel_mem (the pool in
+// gpu/mem.c makes allocations rare), memory-type choice per domain, and
+// staged transfers for device-local memory the host cannot see.
+#include <string.h>
+
+#include "gpu/vulkan/vk.h"
+
+#define DL VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+#define HV VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+#define HC VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+#define CACHED VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+
+// The best memory type for a domain among `allowed`, or -1. Required flags
+// must all be there; preferred ones add to the score, avoided ones subtract.
+static int pick_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t allowed, reel_mem_domain d)
+{
+    static const struct { VkMemoryPropertyFlags need, prefer, avoid; } rule[REEL_MEM_DOMAIN_COUNT] = {
+        [REEL_MEM_HOST] = { HV | HC, CACHED, DL },
+        [REEL_MEM_DEVICE] = { DL, 0, HV },
+        [REEL_MEM_DEVICE_MAPPED] = { DL | HV | HC, 0, 0 },
+    };
+    int best = -1, best_score = -1;
+    for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
+        if (!(allowed & (1u << i)) || (f & rule[d].need) != rule[d].need)
+            continue;
+        int score = 2 * (rule[d].prefer && (f & rule[d].prefer)) + !(f & rule[d].avoid);
+        if (score > best_score) {
+            best = (int)i;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+static void vk_buf_destroy(reel_device *dev, vk_buf *b);
+
+static int vk_buf_create(reel_device *dev, vk_buf *b, size_t size, reel_mem_domain domain, bool map,
+                         GError **error)
+{
+    vk_priv *vk = vk_of(dev);
+    *b = (vk_buf){ 0 };
+    VkBufferCreateInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VkResult r = vkCreateBuffer(vk->dev, &bi, NULL, &b->buf);
+    if (r != VK_SUCCESS)
+        goto fail;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(vk->dev, b->buf, &req);
+    int type = pick_type(&vk->memprops, req.memoryTypeBits, domain);
+    if (type < 0) {
+        vk_buf_destroy(dev, b);
+        g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s (%s) has no %s memory", dev->info.spec,
+                    dev->info.name, reel_mem_domain_name(domain));
+        return REEL_EUNSUPPORTED;
+    }
+    VkMemoryAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = req.size,
+        .memoryTypeIndex = (uint32_t)type,
+    };
+    if ((r = vkAllocateMemory(vk->dev, &ai, NULL, &b->mem)) != VK_SUCCESS ||
+        (r = vkBindBufferMemory(vk->dev, b->buf, b->mem, 0)) != VK_SUCCESS)
+        goto fail;
+    if (map && (vk->memprops.memoryTypes[type].propertyFlags & HV) &&
+        (r = vkMapMemory(vk->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map)) != VK_SUCCESS)
+        goto fail;
+    return 0;
+fail:
+    vk_buf_destroy(dev, b);
+    g_set_error(error, REEL_ERROR, vk_error_code(r), "%s (%s): allocating %zu bytes of %s memory: %s",
+                dev->info.spec, dev->info.name, size, reel_mem_domain_name(domain), vk_result_name(r));
+    return vk_error_code(r);
+}
+
+static void vk_buf_destroy(reel_device *dev, vk_buf *b)
+{
+    vk_priv *vk = vk_of(dev);
+    if (b->buf)
+        vkDestroyBuffer(vk->dev, b->buf, NULL);
+    if (b->mem)
+        vkFreeMemory(vk->dev, b->mem, NULL); // unmaps too
+    *b = (vk_buf){ 0 };
+}
+
+int vk_mem_alloc(reel_device *dev, reel_mem *m, GError **error)
+{
+    vk_priv *vk = vk_of(dev);
+    vk_buf *b = g_new0(vk_buf, 1);
+    bool map = !(vk->force_staging && m->domain == REEL_MEM_DEVICE);
+    int err = vk_buf_create(dev, b, m->size, m->domain, map, error);
+    if (err) {
+        g_free(b);
+        return err;
+    }
+    m->priv = b;
+    m->host = b->map;
+    return 0;
+}
+
+void vk_mem_free(reel_device *dev, reel_mem *m)
+{
+    vk_buf_destroy(dev, m->priv);
+    g_free(m->priv);
+}
+
+// Copies between m and a staging buffer: host memory from the device's own
+// pool, so repeated transfers reuse it and it counts against the budget.
+// The staging mem goes back to the pool at once, marked busy until the copy
+// is done; its next user waits for that. Download waits here for the copy.
+static int staged_copy(reel_mem *m, size_t offset, void *dst, const void *src, size_t size)
+{
+    reel_device *dev = m->dev;
+    bool to_device = src != NULL;
+    GError *error = NULL;
+    reel_mem *staging = reel_mem_new(dev, reel_mem_params(.size = size, .domain = REEL_MEM_HOST), &error);
+    if (!staging) {
+        int code = error->code;
+        g_error_free(error);
+        return code;
+    }
+    void *p;
+    int err = reel_mem_map(staging, REEL_MAP_WRITE, &p);
+    if (err)
+        goto done;
+    if (to_device)
+        memcpy(p, src, size);
+    VkCommandBuffer cmd = vk_begin(dev);
+    if (!cmd) {
+        err = REEL_ENOMEM_DEVICE;
+        goto done;
+    }
+    VkBuffer sbuf = ((vk_buf *)staging->priv)->buf, mbuf = ((vk_buf *)m->priv)->buf;
+    VkBufferCopy region = {
+        .srcOffset = to_device ? 0 : offset,
+        .dstOffset = to_device ? offset : 0,
+        .size = size,
+    };
+    vkCmdCopyBuffer(cmd, to_device ? sbuf : mbuf, to_device ? mbuf : sbuf, 1, &region);
+    // A write waits for every use of m; a read only for its last write.
+    uint64_t ready = atomic_load(&m->ready), busy = atomic_load(&m->busy), point = 0;
+    err = vk_submit_end(dev, cmd, to_device ? MAX(ready, busy) : ready, false, &point);
+    if (!err) {
+        if (to_device)
+            atomic_store(&m->ready, point);
+        else
+            atomic_store(&staging->ready, point);
+        atomic_store(&m->busy, MAX(busy, point));
+        atomic_store(&staging->busy, point);
+    }
+    vk_unlock(dev);
+    if (!err && !to_device && !(err = reel_mem_map(staging, REEL_MAP_READ, &p)))
+        memcpy(dst, p, size);
+done:
+    reel_mem_unref(&staging);
+    return err;
+}
+
+int vk_upload(reel_mem *m, size_t offset, const void *src, size_t size)
+{
+    return staged_copy(m, offset, NULL, src, size);
+}
+
+int vk_download(reel_mem *m, size_t offset, void *dst, size_t size)
+{
+    return staged_copy(m, offset, dst, NULL, size);
+}
