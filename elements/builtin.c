@@ -8,6 +8,7 @@
 extern const reel_element_class reel_capsfilter_class;
 extern const reel_element_class reel_convert_class;
 extern const reel_element_class reel_decode_class;
+extern const reel_element_class reel_download_class;
 extern const reel_element_class reel_encode_class;
 extern const reel_element_class reel_fakesink_class;
 extern const reel_element_class reel_funnel_class;
@@ -17,11 +18,12 @@ extern const reel_element_class reel_sink_class;
 extern const reel_element_class reel_source_class;
 extern const reel_element_class reel_tee_class;
 extern const reel_element_class reel_testsrc_class;
+extern const reel_element_class reel_upload_class;
 
 static const reel_element_class *const builtin[] = {
-    &reel_capsfilter_class, &reel_convert_class, &reel_decode_class, &reel_encode_class,
+    &reel_capsfilter_class, &reel_convert_class, &reel_decode_class, &reel_download_class, &reel_encode_class,
     &reel_fakesink_class,   &reel_funnel_class,  &reel_identity_class, &reel_queue_class,
-    &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class,
+    &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class, &reel_upload_class,
 };
 
 // FFmpeg logs to stderr on its own; reel reports failures through its

@@ -33,6 +33,7 @@ const reel_element_class reel_capsfilter_class = {
     .name = "capsfilter",
     .description = "Lets only the given formats through; negotiation picks one of them",
     .flags = REEL_CLASS_PASSTHROUGH,
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // buffers pass untouched, in any memory
     .priv_size = sizeof(capsfilter_priv),
     .props = props,
     .min_inputs = 1, .max_inputs = 1,

@@ -41,6 +41,7 @@ const reel_element_class reel_identity_class = {
     .name = "identity",
     .description = "Passes buffers through unchanged; optionally sleeps or fails, for testing",
     .flags = REEL_CLASS_PASSTHROUGH,
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // buffers pass untouched, in any memory
     .priv_size = sizeof(identity_priv),
     .props = props,
     .min_inputs = 1, .max_inputs = 1,

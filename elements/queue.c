@@ -40,6 +40,7 @@ const reel_element_class reel_queue_class = {
     .name = "queue",
     .description = "Holds up to max-size buffers between two elements; optionally drops when full",
     .flags = REEL_CLASS_PASSTHROUGH,
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // buffers pass untouched, in any memory
     .priv_size = sizeof(queue_priv),
     .props = props,
     .min_inputs = 1, .max_inputs = 1,

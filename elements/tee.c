@@ -20,6 +20,7 @@ const reel_element_class reel_tee_class = {
     .name = "tee",
     .description = "Sends each buffer to every linked output (by reference, no copy)",
     .flags = REEL_CLASS_PASSTHROUGH,
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // buffers pass untouched, in any memory
     .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = REEL_PADS_ANY,
     .input_caps = "any", .output_caps = "any",

@@ -121,6 +121,36 @@ reel_buffer *reel_buffer_new_format(const reel_caps *f)
     return reel_buffer_alloc_(f);
 }
 
+static void unref_mem(void *opaque)
+{
+    reel_mem *m = opaque;
+    reel_mem_unref(&m);
+}
+
+reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem)
+{
+    reel_buffer *b = reel_buffer_new_wrapped(f, NULL, reel_mem_size(mem), unref_mem, mem);
+    if (b)
+        b->mem = mem;
+    return b;
+}
+
+size_t reel_buffer_packed_size(const reel_caps *f)
+{
+    if (f->media == REEL_MEDIA_TENSOR) {
+        size_t offsets[REEL_MAX_PLANES], size;
+        int strides[REEL_MAX_PLANES];
+        return layout(f, offsets, strides, &size) ? size : 0;
+    }
+    if (f->media != REEL_MEDIA_VIDEO_RAW || !f->pixfmts)
+        return 0;
+    reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
+    size_t n = 0;
+    for (int p = 0; p < reel_pixfmt_planes(pf); p++)
+        n += reel_pixfmt_row_bytes(pf, p, f->width) * (size_t)reel_pixfmt_plane_height(pf, p, f->height);
+    return n;
+}
+
 reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,
                                      void (*release)(void *opaque), void *opaque)
 {
@@ -189,6 +219,8 @@ bool reel_buffer_is_writable(const reel_buffer *b)
 
 reel_buffer *reel_buffer_copy(const reel_buffer *src)
 {
+    if (src->mem)
+        return NULL; // device memory is copied by device work, not here
     bool frame = src->format.media == REEL_MEDIA_VIDEO_RAW;
     reel_buffer *b = frame ? reel_buffer_alloc_(&src->format) : reel_buffer_new(src->size);
     if (!b)

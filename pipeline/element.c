@@ -59,6 +59,16 @@ const char *reel_element_name(const reel_element *e)
     return e->name;
 }
 
+reel_device *reel_element_device(reel_element *e)
+{
+    return e->dev;
+}
+
+reel_xfer *reel_element_xfer(reel_element *e)
+{
+    return &e->xfer;
+}
+
 const char *reel_element_device_request(const reel_element *e)
 {
     return e->device_request;

@@ -49,6 +49,9 @@ struct reel_element {
     char *device_request;          // the element's `device` property, or NULL
     char *device;                  // where it runs, decided at prepare
     char *placement_reason;        // why `device` differs from the request, or NULL
+    reel_device *dev;              // borrowed from the pipeline's open devices
+    bool inserted;                 // an upload/download the pipeline added
+    reel_xfer xfer;                // bytes this element moved host <-> device
     void *priv;
     reel_pipeline *pipeline;
 
@@ -77,6 +80,8 @@ struct reel_pipeline {
     reel_pipeline_params params;
     char *device;                  // the pipeline's device ("cpu" by default)
     bool strict_placement;
+    uint64_t memory_budget;        // per device, bytes; 0: none
+    GHashTable *devices;           // spec -> reel_device *, opened at prepare
     GPtrArray *elements;           // reel_element *, NULL-terminated
     GPtrArray *links;
     bool prepared;
@@ -122,9 +127,13 @@ int reel_graph_sort(reel_pipeline *p, reel_element ***order, GError **error);
 int reel_graph_validate(reel_pipeline *p, GError **error);
 
 // placement.c
-// Decides where each element runs; fails (strict placement) naming the
-// element and the reason.
+// Decides where each element runs and inserts uploads and downloads between
+// memories; fails (strict placement) naming the elements and the reason.
 int reel_place(reel_pipeline *p, GError **error);
+// The memory (REEL_MEMORY_*) an element reads (output false) or writes.
+unsigned reel_element_memory(const reel_element *e, bool output);
+// reel_device_unref() for a GDestroyNotify.
+void reel_device_unref_(reel_device *dev);
 
 // negotiate.c
 int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error);

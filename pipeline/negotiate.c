@@ -54,6 +54,7 @@ static int want_inputs(reel_element *e, GError **error)
         reel_caps want;
         if ((rc = template_caps(e, e->klass->input_caps, &want, error)) < 0)
             return rc;
+        want.memory &= reel_element_memory(e, false);
         if (e->klass->want && (rc = e->klass->want(e, (int)i, &want)) < 0)
             return callback_failed(e, rc, "rejected every format for its input", error);
         if (e->klass->flags & REEL_CLASS_PASSTHROUGH) {
@@ -93,6 +94,7 @@ static int configure_outputs(reel_element *e, GError **error)
         reel_caps out;
         if ((rc = template_caps(e, e->klass->output_caps, &out, error)) < 0)
             return rc;
+        out.memory &= reel_element_memory(e, true);
         if ((e->klass->flags & REEL_CLASS_PASSTHROUGH) && e->inputs->len)
             out = *reel_element_input_format(e, 0);
         if (e->klass->configure && (rc = e->klass->configure(e, (int)o, &out)) < 0)

@@ -227,13 +227,15 @@ static bool link_items(builder *b, reel_element *src, reel_element *dst, reel_pa
 // The settings before the first element apply to the pipeline.
 static bool apply_settings(builder *b)
 {
-    static const char *const keys[] = { "device", "placement" };
+    static const char *const keys[] = { "device", "placement", "memory-budget" };
     for (size_t i = 0; i < b->d->n_settings; i++) {
         const reel_parse_prop *set = &b->d->settings[i];
         GError *err = NULL;
         if (reel_pipeline_set(b->p, set->key, set->value, &err) == 0)
             continue;
-        bool known = strcmp(set->key, "device") == 0 || strcmp(set->key, "placement") == 0;
+        bool known = false;
+        for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
+            known |= strcmp(set->key, keys[k]) == 0;
         const char *near = reel_suggest(set->key, keys, G_N_ELEMENTS(keys));
         char *hint = !known && near ? g_strdup_printf("did you mean '%s'?", near) : NULL;
         reel_parse_error(b->error, b->d, known ? set->value_span : set->key_span, hint, "%s", err->message);

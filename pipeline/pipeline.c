@@ -53,10 +53,17 @@ void reel_pipeline_destroy(reel_pipeline **pp)
     g_clear_error(&p->error);
     g_free(p->ready);
     g_free(p->device);
+    if (p->devices)
+        g_hash_table_destroy(p->devices);
     g_mutex_clear(&p->lock);
     g_cond_clear(&p->cond);
     g_cond_clear(&p->state_cond);
     g_free(p);
+}
+
+void reel_device_unref_(reel_device *dev)
+{
+    reel_device_unref(&dev);
 }
 
 int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error)
@@ -70,6 +77,16 @@ int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GErr
         p->device = g_strdup(value);
         return 0;
     }
+    if (strcmp(key, "memory-budget") == 0) {
+        char *end;
+        unsigned long long v = g_ascii_strtoull(value, &end, 10);
+        if (*value && !*end) {
+            p->memory_budget = v;
+            return 0;
+        }
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "invalid memory-budget '%s': expected bytes", value);
+        return REEL_EINVAL;
+    }
     if (strcmp(key, "placement") == 0 && (strcmp(value, "prefer") == 0 || strcmp(value, "strict") == 0)) {
         p->strict_placement = strcmp(value, "strict") == 0;
         return 0;
@@ -79,7 +96,7 @@ int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GErr
     else if (strcmp(key, "device") == 0)
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "empty device");
     else
-        g_set_error(error, REEL_ERROR, REEL_EINVAL, "unknown pipeline setting '%s' (known: device, placement)", key);
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "unknown pipeline setting '%s' (known: device, placement, memory-budget)", key);
     return REEL_EINVAL;
 }
 

@@ -1,16 +1,28 @@
-// Placement: which device each element runs on. The request is a contract:
-// an element runs where it was asked, or the report says why not -- and
-// with strict placement that is an error instead.
+// Placement: which device each element runs on, and the transfers between
+// them. The request is a contract: an element runs where it was asked, or
+// the report says why not -- and with strict placement that is an error.
+// Where two linked elements sit in different memory, an upload or download
+// is inserted and reported; strict placement refuses that too.
 #include <string.h>
 
 #include "pipeline/internal.h"
 #include "reel/error.h"
 
-// What a device spec needs of an element class. Anything but "cpu" names a
-// GPU device, which the Vulkan backend serves.
-static unsigned needs(const char *spec)
+// The pipeline's open devices, one per spec, so that every element on
+// "vulkan:0" shares one device (and its memory budget).
+static reel_device *open_device(reel_pipeline *p, const char *spec, GError **error)
 {
-    return strcmp(spec, "cpu") == 0 ? REEL_RUNS_ON_CPU : REEL_RUNS_ON_VULKAN;
+    if (!p->devices)
+        p->devices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)reel_device_unref_);
+    reel_device *dev = g_hash_table_lookup(p->devices, spec);
+    if (dev)
+        return dev;
+    if (!(dev = reel_device_open(spec, error)))
+        return NULL;
+    if (p->memory_budget)
+        reel_device_set_budget(dev, p->memory_budget);
+    g_hash_table_insert(p->devices, g_strdup(spec), dev);
+    return dev;
 }
 
 static unsigned runs_on(const reel_element_class *k)
@@ -18,27 +30,115 @@ static unsigned runs_on(const reel_element_class *k)
     return k->devices ? k->devices : REEL_RUNS_ON_CPU;
 }
 
+static bool is_cpu(const reel_device *dev)
+{
+    return reel_device_info_of(dev)->backend == REEL_BACKEND_CPU;
+}
+
+static int place_element(reel_pipeline *p, reel_element *e, GError **error)
+{
+    const char *want = e->device_request ? e->device_request : p->device;
+    reel_device *dev = open_device(p, want, error);
+    if (!dev)
+        return REEL_EINVAL;
+    const reel_device_info *info = reel_device_info_of(dev);
+    g_clear_pointer(&e->device, g_free);
+    g_clear_pointer(&e->placement_reason, g_free);
+    if (runs_on(e->klass) & (is_cpu(dev) ? REEL_RUNS_ON_CPU : REEL_RUNS_ON_VULKAN)) {
+        e->dev = dev;
+        e->device = g_strdup(info->spec);
+        return 0;
+    }
+    if (p->strict_placement) {
+        g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
+                    "placement=strict: '%s' cannot run on %s (%s): %s has no implementation there", e->name, want,
+                    info->name, e->klass->name);
+        return REEL_EUNSUPPORTED;
+    }
+    if (!(e->dev = open_device(p, "cpu", error)))
+        return REEL_EINVAL;
+    e->device = g_strdup("cpu");
+    e->placement_reason = g_strdup_printf("%s has no implementation for %s; it runs on the cpu", e->klass->name,
+                                          info->spec);
+    return 0;
+}
+
+// The memory an element reads (input side) or writes: what its template
+// says, else its device's.
+static unsigned side_memory(const reel_element *e, bool output)
+{
+    const char *text = output ? e->klass->output_caps : e->klass->input_caps;
+    reel_caps c;
+    if (text && reel_caps_parse(text, &c, NULL, NULL) && c.memory != REEL_MEMORY_ANY)
+        return c.memory;
+    return e->dev && !is_cpu(e->dev) ? REEL_MEMORY_DEVICE : REEL_MEMORY_HOST;
+}
+
+unsigned reel_element_memory(const reel_element *e, bool output)
+{
+    return side_memory(e, output);
+}
+
+// Puts a new element of class `klass` on link l: src -> t -> dst.
+static int insert_on_link(reel_pipeline *p, reel_link *l, const char *klass, reel_device *dev, GError **error)
+{
+    const reel_element_class *k = reel_element_class_find(klass);
+    reel_element *t = k ? reel_element_new(k, NULL, error) : NULL;
+    if (!t) {
+        if (!k)
+            g_set_error(error, REEL_ERROR, REEL_EINTERNAL, "the '%s' element is not registered", klass);
+        return REEL_EINTERNAL;
+    }
+    int rc = reel_pipeline_add(p, t, error);
+    if (rc < 0)
+        return rc;
+    t->inserted = true;
+    t->dev = dev;
+    t->device = g_strdup(reel_device_info_of(dev)->spec);
+    t->device_request = g_strdup(t->device);
+    t->placement_reason = g_strdup_printf("inserted: '%s' on %s feeds '%s' on %s", l->src->name, l->src->device,
+                                          l->dst->name, l->dst->device);
+
+    reel_link *out = reel_link_new(t, l->dst, p->params.queue_size);
+    out->dst_pad = l->dst_pad;
+    l->dst->inputs->pdata[l->dst_pad] = out;
+    l->dst = t;
+    l->dst_pad = 0;
+    g_ptr_array_add(t->inputs, l);
+    g_ptr_array_add(t->outputs, out);
+    g_ptr_array_add(p->links, out);
+    return 0;
+}
+
+static int insert_transfers(reel_pipeline *p, GError **error)
+{
+    guint n = p->links->len; // links added below need no transfer
+    for (guint i = 0; i < n; i++) {
+        reel_link *l = p->links->pdata[i];
+        unsigned from = side_memory(l->src, true), to = side_memory(l->dst, false);
+        if (from & to)
+            continue;
+        bool up = to == REEL_MEMORY_DEVICE;
+        if (p->strict_placement) {
+            g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
+                        "placement=strict: '%s' (%s) and '%s' (%s) are in different memory: linking them needs "
+                        "an implicit %s",
+                        l->src->name, l->src->device, l->dst->name, l->dst->device, up ? "upload" : "download");
+            return REEL_EUNSUPPORTED;
+        }
+        int rc = insert_on_link(p, l, up ? "upload" : "download", up ? l->dst->dev : l->src->dev, error);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int reel_place(reel_pipeline *p, GError **error)
 {
     for (guint i = 0; i + 1 < p->elements->len; i++) {
-        reel_element *e = p->elements->pdata[i];
-        const char *want = e->device_request ? e->device_request : p->device;
-        g_clear_pointer(&e->device, g_free);
-        g_clear_pointer(&e->placement_reason, g_free);
-        if (runs_on(e->klass) & needs(want)) {
-            e->device = g_strdup(want);
-            continue;
-        }
-        char *why = g_strdup_printf("%s has no implementation for %s; it runs on the cpu", e->klass->name, want);
-        if (p->strict_placement) {
-            g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
-                        "placement=strict: '%s' cannot run on %s: %s has no implementation there", e->name, want,
-                        e->klass->name);
-            g_free(why);
-            return REEL_EUNSUPPORTED;
-        }
-        e->device = g_strdup("cpu");
-        e->placement_reason = why;
+        int rc = place_element(p, p->elements->pdata[i], error);
+        if (rc < 0)
+            return rc;
     }
-    return 0;
+    return insert_transfers(p, error);
 }

@@ -24,6 +24,8 @@ int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
             .buffers_out = atomic_load(&e->buffers_out),
             .busy_ns = atomic_load(&e->busy_ns),
             .dropped = dropped,
+            .bytes_to_device = e->xfer.to_device,
+            .bytes_to_host = e->xfer.to_host,
         };
     }
     return count;

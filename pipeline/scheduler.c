@@ -335,6 +335,7 @@ static void reset_run_state(reel_pipeline *p)
         atomic_store(&e->buffers_in, 0);
         atomic_store(&e->buffers_out, 0);
         atomic_store(&e->busy_ns, 0);
+        e->xfer = (reel_xfer){ 0 };
     }
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "caps.h"
+#include "device.h"
 
 #define REEL_MAX_PLANES 4
 #define REEL_PTS_NONE INT64_MIN
@@ -30,8 +31,12 @@ typedef struct reel_buffer {
     reel_caps format;          // fixed: what these bytes are
     uint8_t *data;             // start of the allocation
     size_t size;               // bytes used (packets) or allocated (frames, tensors)
-    uint8_t *planes[REEL_MAX_PLANES]; // video: plane starts
+    uint8_t *planes[REEL_MAX_PLANES]; // video in host memory: plane starts
     int strides[REEL_MAX_PLANES];     // video: bytes per row of each plane
+    // Device memory holding the contents (format.memory is DEVICE), or NULL.
+    // Frames there are packed: plane after plane, rows of exactly their
+    // visible bytes (reel_buffer_packed_size()); data and planes are NULL.
+    reel_mem *mem;
 
     int64_t pts, duration;     // in time_base units; REEL_PTS_NONE when unknown
     int64_t dts;               // encoded packets: decode order time; REEL_PTS_NONE when unknown
@@ -70,6 +75,14 @@ reel_buffer *reel_buffer_new_format(const reel_caps *f);
 reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,
                                      void (*release)(void *opaque), void *opaque);
 
+// A buffer over device memory holding one frame or tensor of fixed format f
+// (its memory field DEVICE), packed. Takes over the caller's reference on mem.
+reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem);
+
+// Bytes of a fixed raw-video or tensor format with no row padding: what a
+// transfer to or from device memory moves. 0 for other formats.
+size_t reel_buffer_packed_size(const reel_caps *f);
+
 // Thread-safety: ref and unref may be called from any thread.
 reel_buffer *reel_buffer_ref(reel_buffer *b);
 // Drops one reference and sets *b to NULL; the last one returns the buffer to
@@ -81,7 +94,8 @@ bool reel_buffer_is_writable(const reel_buffer *b);
 // Replaces *b with a writable buffer of the same contents and metadata
 // (a copy when *b is shared). Returns 0 or REEL_ENOMEM.
 int reel_buffer_make_writable(reel_buffer **b);
-// A deep copy with refcount 1 (contents, fields and copyable metadata).
+// A deep copy with refcount 1 (contents, fields and copyable metadata), in
+// host memory; NULL for a buffer in device memory.
 reel_buffer *reel_buffer_copy(const reel_buffer *b);
 
 // Attaches metadata; the buffer takes ownership of data (freed with

@@ -161,6 +161,13 @@ int reel_element_set(reel_element *e, const char *prop, const char *value, GErro
 // The property's current value as text (g_free it), or NULL if unknown.
 char *reel_element_get(reel_element *e, const char *prop);
 
+// The device the element runs on, decided when the pipeline is prepared
+// (borrowed; valid until the pipeline is destroyed).
+reel_device *reel_element_device(reel_element *e);
+// The element's own count of bytes moved between host and device memory:
+// pass it to reel_mem_upload()/reel_mem_download(); the report shows it.
+reel_xfer *reel_element_xfer(reel_element *e);
+
 // Number of linked inputs/outputs.
 int reel_element_n_inputs(const reel_element *e);
 int reel_element_n_outputs(const reel_element *e);

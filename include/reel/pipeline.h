@@ -33,9 +33,10 @@ void reel_pipeline_destroy(reel_pipeline **p);
 // unless it says otherwise: "cpu", "auto", "vulkan:N", a device name; the
 // default is "cpu") and "placement" ("prefer": an element that cannot run
 // there falls back to the cpu and the report says why; "strict": that is an
-// error naming the element and the reason). A `.reel` file may set them on
-// its first lines (`device=vulkan:0`). Fails with REEL_EINVAL for an unknown
-// key or value, or once the pipeline is prepared.
+// error naming the element and the reason) and "memory-budget" (bytes of
+// memory the pipeline may hold on each of its devices). A `.reel` file may
+// set them on its first lines (`device=vulkan:0`). Fails with REEL_EINVAL for
+// an unknown key or value, or once the pipeline is prepared.
 int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error);
 
 // Adds an element; the pipeline takes ownership, also on failure. Fails

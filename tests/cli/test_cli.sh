@@ -70,10 +70,17 @@ expect 2 "no element called 'teee'; did you mean 'tee'" -- inspect teee
 
 # Placement: every element reports where it was asked to run and where it
 # ran; a fallback says why, and strict placement refuses it.
-expect 0 'testsrc0 +testsrc +vulkan:0 +cpu' -- run --report --device vulkan:0 "testsrc num-buffers=2 ! fakesink"
-expect 0 'testsrc has no implementation for vulkan:0; it runs on the cpu' -- run --report "device=vulkan:0 testsrc num-buffers=2 ! fakesink"
-expect 0 'fakesink0 +fakesink +cpu +cpu' -- run --report "testsrc num-buffers=2 device=vulkan:0 ! fakesink"
-expect 1 "placement=strict: 'testsrc0' cannot run on vulkan:0" -- run --placement strict "device=vulkan:0 testsrc ! fakesink"
+if "$reel" devices | grep -q '^vulkan:0 '; then
+  expect 0 'testsrc0 +testsrc +vulkan:0 +cpu' -- run --report --device vulkan:0 "testsrc num-buffers=2 ! fakesink"
+  expect 0 'testsrc has no implementation for vulkan:0; it runs on the cpu' -- run --report "device=vulkan:0 testsrc num-buffers=2 ! fakesink"
+  expect 0 'fakesink0 +fakesink +cpu +cpu' -- run --report "testsrc num-buffers=2 device=vulkan:0 ! fakesink"
+  expect 0 'upload0 +upload +vulkan:0 +vulkan:0 +3 +3 +[0-9.]+ +0 +691200 +0' -- run --report \
+    "testsrc num-buffers=3 ! identity device=vulkan:0 ! fakesink"
+  expect 1 "placement=strict: 'testsrc0' cannot run on vulkan:0" -- run --placement strict "device=vulkan:0 testsrc ! fakesink"
+else
+  echo "SKIP: placement on vulkan:0 (no Vulkan device)"
+fi
+expect 2 "no device matches 'no-such-gpu'|no-such-gpu" -- run --device no-such-gpu "testsrc num-buffers=1 ! fakesink"
 expect 2 "invalid placement 'sometimes'" -- run --placement sometimes "testsrc ! fakesink"
 expect 2 "pipeline:1:1: error: unknown pipeline setting 'devise'" -- run "devise=cpu testsrc ! fakesink"
 

@@ -1,0 +1,185 @@
+// Placement on real devices: transfers inserted and counted exactly, strict
+// placement, memory budgets, unknown devices. Vulkan runs on whatever driver
+// is present (lavapipe without a GPU) with the validation layer on; without
+// a Vulkan device the suite is skipped.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reel/reel.h"
+
+enum { FRAMES = 12, FRAME_BYTES = 64 * 48 * 3 };
+
+// Keeps the last INFO message (a fakesink's checksum).
+static void keep_info(const reel_message *msg, void *user)
+{
+    if (msg->type == REEL_MESSAGE_INFO) {
+        g_free(*(char **)user);
+        *(char **)user = g_strdup(msg->text);
+    }
+}
+
+static char *last_info;
+
+static reel_pipeline *build(const char *text)
+{
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch(
+        text, NULL, reel_pipeline_params(.stats_interval_ms = -1, .bus_handler = keep_info, .bus_user = &last_info),
+        &err);
+    if (!p)
+        fail_msg("%s", err->message);
+    return p;
+}
+
+static reel_element_report report_of(reel_pipeline *p, const char *name)
+{
+    reel_element_report r[32];
+    int n = reel_pipeline_report(p, r, 32);
+    for (int i = 0; i < n && i < 32; i++)
+        if (strcmp(r[i].name, name) == 0)
+            return r[i];
+    fail_msg("no element %s", name);
+    return r[0];
+}
+
+static int64_t total(reel_pipeline *p, bool to_device)
+{
+    reel_element_report r[32];
+    int n = reel_pipeline_report(p, r, 32);
+    int64_t sum = 0;
+    for (int i = 0; i < n && i < 32; i++)
+        sum += to_device ? r[i].bytes_to_device : r[i].bytes_to_host;
+    return sum;
+}
+
+static reel_pipeline *run_ok(const char *text)
+{
+    reel_pipeline *p = build(text);
+    GError *err = NULL;
+    if (reel_pipeline_run(p, &err) != 0)
+        fail_msg("%s: %s", text, err->message);
+    return p;
+}
+
+#define SRC "testsrc num-buffers=12 pattern=noise ! video/raw,format=rgb24,width=64,height=48"
+
+static void test_one_crossing_each_way_is_counted_exactly(void **state)
+{
+    (void)state;
+    reel_pipeline *p = run_ok(SRC " ! identity device=vulkan:0 ! fakesink");
+    reel_element_report up = report_of(p, "upload0"), down = report_of(p, "download0");
+    assert_int_equal(up.bytes_to_device, FRAMES * FRAME_BYTES);
+    assert_int_equal(up.bytes_to_host, 0);
+    assert_int_equal(down.bytes_to_host, FRAMES * FRAME_BYTES);
+    assert_int_equal(total(p, true), FRAMES * FRAME_BYTES);
+    assert_int_equal(total(p, false), FRAMES * FRAME_BYTES);
+    assert_string_equal(report_of(p, "identity0").device, "vulkan:0");
+    assert_non_null(strstr(up.reason, "inserted: 'capsfilter0' on cpu feeds 'identity0' on vulkan:0"));
+    reel_pipeline_destroy(&p);
+}
+
+static void test_frames_survive_the_round_trip(void **state)
+{
+    (void)state;
+    // The same checksum through device memory as without it.
+    const char *texts[] = { SRC " ! identity ! fakesink checksum=true",
+                            SRC " ! identity device=vulkan:0 ! fakesink checksum=true" };
+    char *sums[2];
+    for (int i = 0; i < 2; i++) {
+        reel_pipeline *p = run_ok(texts[i]);
+        reel_pipeline_destroy(&p);
+        assert_non_null(last_info);
+        sums[i] = g_steal_pointer(&last_info);
+    }
+    assert_non_null(strstr(sums[0], "12 buffers, md5 "));
+    assert_string_equal(sums[0], sums[1]);
+    g_free(sums[0]);
+    g_free(sums[1]);
+}
+
+static void test_one_device_moves_nothing(void **state)
+{
+    (void)state;
+    reel_pipeline *p = run_ok(SRC " ! queue ! identity ! fakesink");
+    assert_int_equal(total(p, true), 0);
+    assert_int_equal(total(p, false), 0);
+    reel_pipeline_destroy(&p);
+    // Two neighbours on the device: one upload, one download, nothing between.
+    p = run_ok(SRC " ! identity device=vulkan:0 ! queue device=vulkan:0 ! fakesink");
+    assert_int_equal(total(p, true), FRAMES * FRAME_BYTES);
+    assert_int_equal(report_of(p, "queue0").bytes_to_device + report_of(p, "queue0").bytes_to_host, 0);
+    reel_pipeline_destroy(&p);
+}
+
+static void test_strict_refuses_an_implicit_transfer(void **state)
+{
+    (void)state;
+    reel_pipeline *p = build("placement=strict " SRC " ! identity device=vulkan:0 ! fakesink");
+    GError *err = NULL;
+    assert_int_equal(reel_pipeline_prepare(p, &err), REEL_EUNSUPPORTED);
+    assert_non_null(strstr(err->message, "'capsfilter0' (cpu) and 'identity0' (vulkan:0) are in different memory"));
+    assert_non_null(strstr(err->message, "implicit upload"));
+    g_error_free(err);
+    reel_pipeline_destroy(&p);
+}
+
+static void test_budget_smaller_than_a_frame(void **state)
+{
+    (void)state;
+    reel_pipeline *p = build("memory-budget=4096 " SRC " ! identity device=vulkan:0 ! fakesink");
+    GError *err = NULL;
+    assert_int_equal(reel_pipeline_run(p, &err), REEL_ENOMEM_DEVICE);
+    assert_non_null(strstr(err->message, "upload0: "));
+    assert_non_null(strstr(err->message, "budget"));
+    g_error_free(err);
+    reel_pipeline_destroy(&p);
+}
+
+static void test_unknown_device_lists_the_devices(void **state)
+{
+    (void)state;
+    reel_pipeline *p = build("device=no-such-gpu testsrc ! fakesink");
+    GError *err = NULL;
+    assert_int_equal(reel_pipeline_prepare(p, &err), REEL_EINVAL);
+    assert_non_null(strstr(err->message, "no-such-gpu"));
+    assert_non_null(strstr(err->message, "vulkan:0"));
+    assert_non_null(strstr(err->message, "cpu"));
+    g_error_free(err);
+    reel_pipeline_destroy(&p);
+}
+
+static int no_validation_messages(void **state)
+{
+    (void)state;
+    assert_int_equal(reel_device_validation_messages(), 0);
+    return 0;
+}
+
+int main(void)
+{
+    reel_init();
+    setenv("REEL_VULKAN_VALIDATION", "1", 0);
+    reel_device_info *devices = NULL;
+    int n = reel_device_list(&devices), vulkan = 0;
+    for (int i = 0; i < n; i++)
+        vulkan += devices[i].backend == REEL_BACKEND_VULKAN;
+    g_free(devices);
+    if (!vulkan) {
+        print_message("SKIP: no Vulkan device\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_one_crossing_each_way_is_counted_exactly, no_validation_messages),
+        cmocka_unit_test_teardown(test_frames_survive_the_round_trip, no_validation_messages),
+        cmocka_unit_test_teardown(test_one_device_moves_nothing, no_validation_messages),
+        cmocka_unit_test_teardown(test_strict_refuses_an_implicit_transfer, no_validation_messages),
+        cmocka_unit_test_teardown(test_budget_smaller_than_a_frame, no_validation_messages),
+        cmocka_unit_test_teardown(test_unknown_device_lists_the_devices, no_validation_messages),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
