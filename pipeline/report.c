@@ -80,10 +80,16 @@ int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error)
     GString *s = g_string_new("digraph reel {\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", "
                               "fontname=\"sans\"];\n  edge [fontname=\"sans\", fontsize=9];\n");
     for (int i = 0; i < n; i++) {
+        const reel_element *e = p->elements->pdata[i];
         g_string_append(s, "  ");
         dot_id(s, r[i].name);
-        g_string_append_printf(s, " [label=\"%s\\n%s\\non %s\", fillcolor=\"%s\"];\n", r[i].name, r[i].klass,
-                               r[i].device, device_colour(r[i].device));
+        if (e->inserted) // a transfer: drawn apart, with the bytes it moved
+            g_string_append_printf(s, " [shape=cds, style=\"dashed,filled\", fillcolor=\"#ffe0b0\", "
+                                      "label=\"%s\\n%" G_GINT64_FORMAT " B to device\\n%" G_GINT64_FORMAT " B to host\"];\n",
+                                   r[i].name, r[i].bytes_to_device, r[i].bytes_to_host);
+        else
+            g_string_append_printf(s, " [label=\"%s\\n%s\\non %s\", fillcolor=\"%s\"];\n", r[i].name,
+                                   r[i].klass, r[i].device, device_colour(r[i].device));
     }
     for (guint i = 0; i < p->links->len; i++) {
         reel_link *l = p->links->pdata[i];

@@ -261,8 +261,6 @@ int cmd_run(int argc, char **argv)
     }
 
     int exit_code = EXIT_OK;
-    if (o.dot)
-        write_output(reel_pipeline_write_dot, s.pipeline, o.dot, &exit_code);
     s.loop = g_main_loop_new(NULL, FALSE);
     guint sigint = g_unix_signal_add(SIGINT, on_signal, &s);
     guint sigterm = g_unix_signal_add(SIGTERM, on_signal, &s);
@@ -290,6 +288,8 @@ int cmd_run(int argc, char **argv)
         print_report(s.pipeline);
     if (o.report_json)
         write_output(reel_pipeline_write_report_json, s.pipeline, o.report_json, &exit_code);
+    if (o.dot)
+        write_output(reel_pipeline_write_dot, s.pipeline, o.dot, &exit_code);
     if (o.trace)
         write_output(reel_pipeline_write_trace, s.pipeline, o.trace, &exit_code);
     if (!o.quiet) {
