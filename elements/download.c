@@ -9,6 +9,16 @@ typedef struct download_priv {
     size_t packed_size;
 } download_priv;
 
+// What downstream wants, in the memory on this side: the transfer changes
+// where the bytes are, nothing else.
+static int want(reel_element *e, int pad, reel_caps *want)
+{
+    (void)pad;
+    reel_caps down = *reel_element_output_want(e, 0);
+    down.memory = REEL_MEMORY_DEVICE;
+    return reel_caps_intersect(want, &down, want) ? 0 : REEL_EFORMAT;
+}
+
 static int configure(reel_element *e, int pad, reel_caps *out)
 {
     (void)pad;
@@ -72,6 +82,7 @@ const reel_element_class reel_download_class = {
     .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = 1,
     .input_caps = "video/raw|tensor,memory=device", .output_caps = "video/raw|tensor,memory=host",
+    .want = want,
     .configure = configure,
     .process = process,
     .stop = stop,

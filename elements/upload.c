@@ -9,6 +9,16 @@ typedef struct upload_priv {
     size_t packed_size;
 } upload_priv;
 
+// What downstream wants, in the memory on this side: the transfer changes
+// where the bytes are, nothing else.
+static int want(reel_element *e, int pad, reel_caps *want)
+{
+    (void)pad;
+    reel_caps down = *reel_element_output_want(e, 0);
+    down.memory = REEL_MEMORY_HOST;
+    return reel_caps_intersect(want, &down, want) ? 0 : REEL_EFORMAT;
+}
+
 static int configure(reel_element *e, int pad, reel_caps *out)
 {
     (void)pad;
@@ -78,6 +88,7 @@ const reel_element_class reel_upload_class = {
     .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = 1,
     .input_caps = "video/raw|tensor,memory=host", .output_caps = "video/raw|tensor,memory=device",
+    .want = want,
     .configure = configure,
     .process = process,
     .stop = stop,

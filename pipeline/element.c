@@ -43,6 +43,8 @@ void reel_element_destroy(reel_element **ep)
     g_free(e->in_eos);
     if (e->trace)
         g_array_free(e->trace, TRUE);
+    if (e->gpu_trace)
+        g_array_free(e->gpu_trace, TRUE);
     g_ptr_array_free(e->inputs, TRUE);
     g_ptr_array_free(e->outputs, TRUE);
     g_cond_clear(&e->wake);

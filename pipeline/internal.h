@@ -71,6 +71,8 @@ struct reel_element {
 
     int64_t expected_frames;       // sources: frames they will produce, -1 unknown
     GArray *trace;                 // reel_trace_span, when the pipeline traces
+    GArray *gpu_trace;             // reel_trace_dispatch, when the pipeline traces
+    guint gpu_resolved;            // gpu_trace entries whose GPU time is known
 
     // figures for the report; written by the element's runner only
     atomic_llong buffers_in, buffers_out, busy_ns;
@@ -158,6 +160,13 @@ typedef struct reel_trace_span {
     int64_t frame;                 // the buffer's frame number; -1 for a source's turn
 } reel_trace_span;
 void reel_trace_record(reel_element *e, int64_t start_ns, int64_t end_ns, int64_t frame);
+
+typedef struct reel_trace_dispatch {
+    const char *what;              // static
+    uint64_t point;
+    int64_t submit_ns, dur_ns;     // dur_ns -1 until resolved (or unknown)
+} reel_trace_dispatch;
+void reel_trace_clear(reel_element *e);
 
 // Monotonic clock in nanoseconds.
 int64_t reel_now_ns(void);

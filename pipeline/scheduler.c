@@ -326,8 +326,7 @@ static void reset_run_state(reel_pipeline *p)
         e->next_input = 0;
         g_free(e->in_eos);
         e->in_eos = g_new0(bool, MAX(e->inputs->len, 1));
-        if (e->trace)
-            g_array_set_size(e->trace, 0);
+        reel_trace_clear(e);
         g_free(e->out_pool);
         e->out_pool = g_new0(reel_pool *, MAX(e->outputs->len, 1));
         e->blocking = (e->klass->flags & REEL_CLASS_BLOCKING) && e->inputs->len == 0;

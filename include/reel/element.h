@@ -168,6 +168,11 @@ reel_device *reel_element_device(reel_element *e);
 // pass it to reel_mem_upload()/reel_mem_download(); the report shows it.
 reel_xfer *reel_element_xfer(reel_element *e);
 
+// Records, when the pipeline traces, a GPU dispatch the element submitted
+// (timed: reel_dispatch_params.timestamp) at timeline `point`, shown as a
+// span named `what` on the device's track of the trace. Cheap otherwise.
+void reel_element_trace_dispatch(reel_element *e, const char *what, uint64_t point);
+
 // Number of linked inputs/outputs.
 int reel_element_n_inputs(const reel_element *e);
 int reel_element_n_outputs(const reel_element *e);

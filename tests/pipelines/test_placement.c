@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,117 @@ static void test_unknown_device_lists_the_devices(void **state)
     reel_pipeline_destroy(&p);
 }
 
+// A GPU element for this test: fills each frame's memory with zeros by a
+// kernel, timed, and tells the trace.
+typedef struct fill_priv {
+    reel_kernel *kernel;
+} fill_priv;
+
+static int fill_start(reel_element *e)
+{
+    fill_priv *s = reel_element_priv(e);
+    GError *err = NULL;
+    s->kernel = reel_kernel_create(reel_element_device(e), reel_kernel_params(.name = "fill"), &err);
+    if (!s->kernel) {
+        reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return REEL_EUNSUPPORTED;
+    }
+    return 0;
+}
+
+static int fill_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    fill_priv *s = reel_element_priv(e);
+    struct {
+        float value;
+        uint32_t n;
+    } push = { 0.0f, (uint32_t)(reel_mem_size(buf->mem) / 4) };
+    uint32_t local = reel_kernel_local_size(s->kernel);
+    uint64_t point;
+    int rc = reel_kernel_dispatch(s->kernel,
+                                  reel_dispatch_params(.buffers = { buf->mem }, .push = &push, .push_size = sizeof push,
+                                                       .groups = { (push.n + local - 1) / local }, .timestamp = true),
+                                  &point);
+    if (rc < 0) {
+        reel_buffer_unref(&buf);
+        return reel_element_error(e, rc, "dispatch failed");
+    }
+    reel_element_trace_dispatch(e, "fill", point);
+    return reel_element_push(e, 0, buf);
+}
+
+static void fill_stop(reel_element *e)
+{
+    fill_priv *s = reel_element_priv(e);
+    reel_kernel_destroy(&s->kernel);
+}
+
+static const reel_element_class fill_class = {
+    .name = "test-fill",
+    .description = "zeroes frames on the GPU (test only)",
+    .flags = REEL_CLASS_PASSTHROUGH,
+    .devices = REEL_RUNS_ON_VULKAN,
+    .priv_size = sizeof(fill_priv),
+    .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "video/raw", .output_caps = "video/raw",
+    .start = fill_start,
+    .process = fill_process,
+    .stop = fill_stop,
+    .uninit = fill_stop,
+};
+
+static void test_trace_has_a_span_per_dispatch(void **state)
+{
+    (void)state;
+    char *path = g_build_filename(g_get_tmp_dir(), "reel-test-gpu-trace.json", NULL);
+    GError *err = NULL;
+    char *frames = g_build_filename(g_get_tmp_dir(), "reel-test-gpu-frames.txt", NULL);
+    char *desc = g_strdup_printf("device=vulkan:0 testsrc num-buffers=5 ! video/raw,format=rgba,width=64,height=48 "
+                                 "! test-fill ! fakesink location=%s",
+                                 frames);
+    reel_pipeline *p = reel_parse_launch(desc,
+                                         NULL, reel_pipeline_params(.stats_interval_ms = -1, .trace = true,
+                                                                    .bus_handler = keep_info, .bus_user = &last_info),
+                                         &err);
+    assert_non_null(p);
+    if (reel_pipeline_run(p, &err) != 0)
+        fail_msg("%s", err->message);
+    assert_string_equal(report_of(p, "test-fill0").device, "vulkan:0");
+    assert_int_equal(reel_pipeline_write_trace(p, path, &err), 0);
+    char *text = NULL;
+    assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    int spans = 0;
+    for (const char *q = text; (q = strstr(q, "\"cat\": \"gpu\"")); q++)
+        spans++;
+    assert_int_equal(spans, 5);
+    assert_non_null(strstr(text, "\"device vulkan:0\""));
+    reel_pipeline_destroy(&p);
+
+    // The frames came back zeroed: the kernel ran on the data itself.
+    uint8_t *zero = g_malloc0(64 * 48 * 4);
+    char *expected = g_compute_checksum_for_data(G_CHECKSUM_MD5, zero, 64 * 48 * 4);
+    char *lines = NULL;
+    assert_true(g_file_get_contents(frames, &lines, NULL, NULL));
+    gchar **line = g_strsplit(lines, "\n", -1);
+    int n = 0;
+    for (gchar **l = line; *l && **l; l++, n++)
+        assert_true(g_str_has_suffix(*l, expected));
+    assert_int_equal(n, 5);
+    g_strfreev(line);
+    g_free(lines);
+    g_free(expected);
+    g_free(zero);
+    g_free(text);
+    remove(path);
+    remove(frames);
+    g_free(path);
+    g_free(frames);
+    g_free(desc);
+}
+
 static int no_validation_messages(void **state)
 {
     (void)state;
@@ -163,6 +275,7 @@ static int no_validation_messages(void **state)
 int main(void)
 {
     reel_init();
+    reel_element_class_register(&fill_class);
     setenv("REEL_VULKAN_VALIDATION", "1", 0);
     reel_device_info *devices = NULL;
     int n = reel_device_list(&devices), vulkan = 0;
@@ -180,6 +293,7 @@ int main(void)
         cmocka_unit_test_teardown(test_strict_refuses_an_implicit_transfer, no_validation_messages),
         cmocka_unit_test_teardown(test_budget_smaller_than_a_frame, no_validation_messages),
         cmocka_unit_test_teardown(test_unknown_device_lists_the_devices, no_validation_messages),
+        cmocka_unit_test_teardown(test_trace_has_a_span_per_dispatch, no_validation_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
