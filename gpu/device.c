@@ -81,8 +81,18 @@ reel_device *reel_device_open(const char *spec, GError **error)
 {
     if (!spec || !*spec)
         spec = "auto";
+    // The cpu device needs no Vulkan instance: creating one costs tens of
+    // milliseconds on every run that never touches a GPU.
     reel_device_info *infos;
-    int n = reel_device_list(&infos);
+    int n;
+    if (strcmp(spec, "cpu") == 0) {
+        GArray *cpu = g_array_new(FALSE, TRUE, sizeof(reel_device_info));
+        cpu_device_list(cpu);
+        n = (int)cpu->len;
+        infos = (reel_device_info *)(void *)g_array_free(cpu, FALSE);
+    } else {
+        n = reel_device_list(&infos);
+    }
     int i = match_spec(spec, infos, n);
     reel_device *dev = NULL;
     if (i < 0) {
