@@ -237,7 +237,7 @@ static bool parse_field(reel_caps *c, const char *key, const char *value, const 
         return true;
     }
     if (strcmp(key, "dtype") == 0) {
-        *why = "expected float32, float16, uint8, int8, int32 or int64";
+        *why = "expected a type such as float32, float16, uint8, int8, int16, uint16, int32, int64, bool, float64";
         c->dtype = reel_dtype_from_name(value);
         return c->dtype != REEL_DTYPE_NONE;
     }

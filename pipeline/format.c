@@ -98,6 +98,10 @@ static const struct {
     [REEL_DTYPE_INT8] = { "int8", 1 },
     [REEL_DTYPE_INT32] = { "int32", 4 },
     [REEL_DTYPE_INT64] = { "int64", 8 },
+    [REEL_DTYPE_INT16] = { "int16", 2 },
+    [REEL_DTYPE_UINT16] = { "uint16", 2 },
+    [REEL_DTYPE_BOOL] = { "bool", 1 },
+    [REEL_DTYPE_FLOAT64] = { "float64", 8 },
 };
 
 const char *reel_dtype_name(reel_dtype t)

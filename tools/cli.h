@@ -8,5 +8,10 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 int cmd_run(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_model(int argc, char **argv);
+// `reel model run ARGS` and `reel model bench ARGS` (tools/cmd_model_run.c):
+// argv holds the ARGS after "run"/"bench" (argv[0] is MODEL.onnx when given).
+int cmd_model_run(int argc, char **argv);
+int cmd_model_bench(int argc, char **argv);
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "reel/device.h"
+#include "models/cpu/blas.h"
 #include "tools/cli.h"
 
 static const char usage[] =
@@ -38,6 +39,11 @@ static void describe(const reel_device_info *d)
            yes(d->timestamps));
     printf("  limits  workgroup %u invocations, storage buffer %" G_GUINT64_FORMAT " bytes\n",
            d->max_workgroup_invocations, d->max_storage_buffer_range);
+    if (d->backend == REEL_BACKEND_CPU) {
+        // The model runtime's GEMMs: which OpenBLAS kernels run them.
+        const char *note = reel_blas_setup_note();
+        printf("  blas    OpenBLAS %s kernels%s%s\n", reel_blas_corename(), note ? "; " : "", note ? note : "");
+    }
 }
 
 int cmd_devices(int argc, char **argv)

@@ -13,6 +13,8 @@ static const char usage[] =
     "  run -f FILE            the same, with the description read from FILE\n"
     "  inspect [ELEMENT]      list the elements, or describe one in full\n"
     "  devices                list every device reel can run on\n"
+    "  model info|run|bench MODEL.onnx ...\n"
+    "                         describe, run or benchmark an ONNX model\n"
     "\n"
     "options:\n"
     "  --help                 this text (also: reel run --help)\n"
@@ -45,6 +47,8 @@ int main(int argc, char **argv)
         return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "devices") == 0)
         return cmd_devices(argc - 2, argv + 2);
+    if (strcmp(cmd, "model") == 0)
+        return cmd_model(argc - 2, argv + 2);
     fprintf(stderr, "reel: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_USAGE;
 }

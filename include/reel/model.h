@@ -1,0 +1,73 @@
+// reel — models: ONNX models loaded once and run by sessions.
+//
+// A model is immutable after loading and may be shared by many sessions (one
+// per thread or per pipeline element); a session holds what one inference
+// needs (activations, scratch) and is used by one thread at a time.
+#ifndef REEL_MODEL_H
+#define REEL_MODEL_H
+
+#include <stdint.h>
+#include <glib.h>
+
+#include "buffer.h"
+#include "caps.h"
+
+typedef struct reel_model reel_model;
+typedef struct reel_session reel_session;
+
+#define REEL_MODEL_MAX_RANK 8
+
+// One input or output of a model as declared (dims -1 where symbolic).
+typedef struct reel_model_io {
+    const char *name;
+    reel_dtype dtype;
+    int rank;
+    int64_t dims[REEL_MODEL_MAX_RANK];
+    const char *dim_names[REEL_MODEL_MAX_RANK]; // symbolic names, or NULL
+} reel_model_io;
+
+// Loads an ONNX file (external data files are looked up beside it), builds
+// the IR, infers shapes, runs the graph passes (constant folding, Conv+BN
+// folding, activation fusion, dead-node removal). Fails with REEL_EIO (cannot
+// read), REEL_EFORMAT (malformed: the message names the node or tensor) or
+// REEL_EUNSUPPORTED (the message lists every unsupported node by name and op).
+// Thread-safety: safe from any thread.
+reel_model *reel_model_load(const char *path, GError **error);
+reel_model *reel_model_ref(reel_model *m);
+void reel_model_unref(reel_model **m);
+
+int reel_model_n_inputs(const reel_model *m);
+int reel_model_n_outputs(const reel_model *m);
+const reel_model_io *reel_model_input(const reel_model *m, int i);
+const reel_model_io *reel_model_output(const reel_model *m, int i);
+
+// What `reel model info` prints.
+typedef struct reel_model_summary {
+    int opset;
+    const char *producer;
+    int nodes;                    // after passes
+    int64_t parameters;           // elements of all constant tensors
+    int64_t flops;                // multiply-adds x2 of Conv/Gemm/MatMul at the declared static shapes; -1 unknown
+    GHashTable *op_histogram;     // op name -> GINT_TO_POINTER(count); owned by the model
+} reel_model_summary;
+void reel_model_summarize(const reel_model *m, reel_model_summary *out);
+
+typedef struct reel_session_params {
+    int threads;                  // 0: one per core
+} reel_session_params;
+#define reel_session_params(...) (&(reel_session_params){ __VA_ARGS__ })
+
+reel_session *reel_session_new(reel_model *m, const reel_session_params *params, GError **error);
+void reel_session_destroy(reel_session **s);
+
+// Runs one inference. inputs: one host tensor buffer (format.media TENSOR) per
+// model input, in model order; outputs: filled with new buffers the caller
+// unrefs. A new input shape plans memory once, then the plan is reused.
+// Returns 0, or REEL_EINVAL (wrong count, dtype or shape: the message names
+// the input) / a kernel's error.
+int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **outputs, GError **error);
+
+// Bytes of the activation arena of the last plan (the peak memory use).
+int64_t reel_session_arena_bytes(const reel_session *s);
+
+#endif

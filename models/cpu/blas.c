@@ -1,0 +1,222 @@
+// OpenBLAS: core-type check and the sgemm wrapper every nn kernel uses.
+//
+// Threads: OpenBLAS's pool is the only one. A session sets it to its thread
+// count before each run; reel's own loops (depthwise, pooling, im2col,
+// resize) run on the calling thread.
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+#include <glib.h>
+
+#include "models/cpu/blas.h"
+#include "models/cpu/nn.h"
+
+// OpenBLAS (DYNAMIC_ARCH builds) exports these: quit forgets the selected
+// core table, init selects again, reading OPENBLAS_CORETYPE.
+extern void gotoblas_dynamic_init(void) __attribute__((weak));
+extern void gotoblas_dynamic_quit(void) __attribute__((weak));
+
+static char setup_note[128];
+
+// Cores whose kernels use AVX2 (and, for the first group, AVX-512).
+static bool in_list(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (g_ascii_strcasecmp(name, *list) == 0)
+            return true;
+    return false;
+}
+
+static gpointer setup_once(gpointer unused)
+{
+    (void)unused;
+    static const char *const avx512_cores[] = { "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
+    static const char *const avx2_cores[] = { "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
+                                              "Excavator", NULL };
+    if (getenv("OPENBLAS_CORETYPE"))
+        return NULL; // the user's choice always wins
+    const char *core = openblas_get_corename();
+    const char *want = NULL;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+        if (!in_list(core, avx512_cores))
+            want = "SkylakeX";
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        if (!in_list(core, avx2_cores))
+            want = "Haswell";
+    }
+    if (!want || !gotoblas_dynamic_init || !gotoblas_dynamic_quit)
+        return NULL;
+    char old[64];
+    g_strlcpy(old, core, sizeof old);
+    // setenv is not thread-safe: this runs once, under g_once, at the first
+    // session; the variable is removed again so child processes see the
+    // environment they were given.
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+    unsetenv("OPENBLAS_CORETYPE");
+    g_snprintf(setup_note, sizeof setup_note, "OpenBLAS chose %s kernels; switched to %s", old,
+               openblas_get_corename());
+    return NULL;
+}
+
+void reel_blas_setup(void)
+{
+    static GOnce once = G_ONCE_INIT;
+    g_once(&once, setup_once, NULL);
+}
+
+const char *reel_blas_setup_note(void)
+{
+    reel_blas_setup();
+    return setup_note[0] ? setup_note : NULL;
+}
+
+const char *reel_blas_corename(void)
+{
+    reel_blas_setup();
+    return openblas_get_corename();
+}
+
+void reel_blas_set_threads(int threads)
+{
+    if (threads > 0 && openblas_get_num_threads() != threads)
+        openblas_set_num_threads(threads);
+}
+
+void nn_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) { // OpenBLAS leaves C alone then; ONNX wants beta*C
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++)
+                C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha,
+                A, lda, B, ldb, beta, C, ldc);
+}
+
+int nn_check_fused(const reel_ir_node *n, GError **error)
+{
+    static const char *const known[] = { "Relu", "Clip", "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", NULL };
+    if (n->fused && !in_list(n->fused, known))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "fused activation %s is not supported", n->fused);
+    return 0;
+}
+
+void nn_activate(const reel_ir_node *n, float *y, size_t len)
+{
+    const char *f = n->fused;
+    if (!f)
+        return;
+    if (strcmp(f, "Relu") == 0) {
+        for (size_t i = 0; i < len; i++)
+            y[i] = y[i] > 0 ? y[i] : 0;
+    } else if (strcmp(f, "Clip") == 0) {
+        float lo = n->fused_a, hi = n->fused_b;
+        for (size_t i = 0; i < len; i++)
+            y[i] = y[i] < lo ? lo : y[i] > hi ? hi : y[i];
+    } else if (strcmp(f, "Sigmoid") == 0) {
+        for (size_t i = 0; i < len; i++)
+            y[i] = 1.0f / (1.0f + expf(-y[i]));
+    } else if (strcmp(f, "SiLU") == 0) {
+        for (size_t i = 0; i < len; i++)
+            y[i] = y[i] / (1.0f + expf(-y[i]));
+    } else if (strcmp(f, "HardSigmoid") == 0) {
+        float a = n->fused_a, b = n->fused_b;
+        for (size_t i = 0; i < len; i++) {
+            float v = a * y[i] + b;
+            y[i] = v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+    } else if (strcmp(f, "HardSwish") == 0) {
+        // From HardSigmoid(alpha, beta)·Mul when the pass kept the
+        // parameters; ONNX HardSwish's own 1/6 and 1/2 otherwise.
+        float a = n->fused_a, b = n->fused_b;
+        if (a == 0 && b == 0)
+            a = 1.0f / 6, b = 0.5f;
+        for (size_t i = 0; i < len; i++) {
+            float v = a * y[i] + b;
+            y[i] *= v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+    }
+}
+
+int nn_window_init(const reel_ir_node *n, int sp, const int64_t *in, const int64_t *kernel,
+                   bool ceil_allowed, nn_window *w, GError **error)
+{
+    if (sp < 1 || sp > 3)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "%d spatial dims (1 to 3 supported)", sp);
+    int nk, ns, nd, np;
+    const int64_t *k = reel_ir_attr_ints(n, "kernel_shape", &nk);
+    const int64_t *s = reel_ir_attr_ints(n, "strides", &ns);
+    const int64_t *d = reel_ir_attr_ints(n, "dilations", &nd);
+    const int64_t *p = reel_ir_attr_ints(n, "pads", &np);
+    const char *auto_pad = reel_ir_attr_string(n, "auto_pad", "NOTSET");
+    int64_t ceil_mode = reel_ir_attr_int(n, "ceil_mode", 0);
+    if (!k && !kernel)
+        NN_FAIL(error, REEL_EINVAL, n, "kernel_shape is required");
+    if ((k && nk != sp) || (s && ns != sp) || (d && nd != sp) || (p && np != 2 * sp))
+        NN_FAIL(error, REEL_EINVAL, n, "kernel_shape/strides/dilations/pads do not match %d spatial dims", sp);
+    if (ceil_mode && !ceil_allowed)
+        NN_FAIL(error, REEL_EINVAL, n, "ceil_mode is not an attribute of this op");
+    memset(w, 0, sizeof *w);
+    w->sp = sp;
+    int off = 3 - sp;
+    for (int i = 0; i < 3; i++) {
+        w->in[i] = w->out[i] = w->k[i] = w->s[i] = w->d[i] = 1;
+    }
+    for (int i = 0; i < sp; i++) {
+        int j = off + i;
+        w->in[j] = in[i];
+        w->k[j] = k ? k[i] : kernel[i];
+        if (kernel && k && k[i] != kernel[i])
+            NN_FAIL(error, REEL_EINVAL, n, "kernel_shape[%d] = %" G_GINT64_FORMAT " but the weights say %" G_GINT64_FORMAT,
+                    i, k[i], kernel[i]);
+        w->s[j] = s ? s[i] : 1;
+        w->d[j] = d ? d[i] : 1;
+        w->pb[j] = p ? p[i] : 0;
+        w->pe[j] = p ? p[sp + i] : 0;
+        if (w->k[j] < 1 || w->s[j] < 1 || w->d[j] < 1 || w->pb[j] < 0 || w->pe[j] < 0)
+            NN_FAIL(error, REEL_EINVAL, n, "kernel, strides and dilations must be positive, pads not negative");
+    }
+    bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
+    if (!same && strcmp(auto_pad, "VALID") != 0 && strcmp(auto_pad, "NOTSET") != 0)
+        NN_FAIL(error, REEL_EINVAL, n, "auto_pad %s is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", auto_pad);
+    for (int i = 0; i < sp; i++) {
+        int j = off + i;
+        int64_t ek = (w->k[j] - 1) * w->d[j] + 1;
+        if (w->in[j] < 0) {
+            w->out[j] = REEL_DIM_UNKNOWN;
+            continue;
+        }
+        if (same) {
+            w->out[j] = (w->in[j] + w->s[j] - 1) / w->s[j];
+            int64_t total = (w->out[j] - 1) * w->s[j] + ek - w->in[j];
+            if (total < 0)
+                total = 0;
+            bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+            w->pb[j] = upper ? total / 2 : total - total / 2;
+            w->pe[j] = total - w->pb[j];
+            continue;
+        }
+        if (strcmp(auto_pad, "VALID") == 0)
+            w->pb[j] = w->pe[j] = 0;
+        int64_t span = w->in[j] + w->pb[j] + w->pe[j] - ek;
+        if (span < 0)
+            NN_FAIL(error, REEL_EINVAL, n, "window (%" G_GINT64_FORMAT ") larger than the padded input", ek);
+        if (ceil_mode) {
+            w->out[j] = (span + w->s[j] - 1) / w->s[j] + 1;
+            // The last window must start inside the input or its begin pad.
+            if ((w->out[j] - 1) * w->s[j] >= w->in[j] + w->pb[j])
+                w->out[j]--;
+        } else {
+            w->out[j] = span / w->s[j] + 1;
+        }
+    }
+    return 0;
+}

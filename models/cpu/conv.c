@@ -1,0 +1,458 @@
+// Conv and ConvTranspose, 1 to 3 spatial dims. Conv: pointwise (1x1, stride
+// 1, no pads) is one GEMM per image and group; depthwise (one input channel
+// per group, 1-D/2-D) has its own direct kernel; everything else is im2col +
+// sgemm. Bias and the fused activation are applied per output channel right
+// after its rows are computed, while they are in cache.
+#include "models/cpu/nn.h"
+
+extern const reel_op nn_op_gemm, nn_op_matmul, nn_op_batchnorm, nn_op_maxpool, nn_op_averagepool,
+    nn_op_globalaveragepool, nn_op_globalmaxpool, nn_op_resize, nn_op_upsample;
+static const reel_op op_conv, op_convtranspose;
+
+const reel_op *const reel_ops_nn[] = {
+    &op_conv, &op_convtranspose, &nn_op_gemm, &nn_op_matmul, &nn_op_batchnorm, &nn_op_maxpool,
+    &nn_op_averagepool, &nn_op_globalaveragepool, &nn_op_globalmaxpool, &nn_op_resize, &nn_op_upsample,
+    NULL,
+};
+
+static void bias_act(const reel_ir_node *n, const reel_tensor *b, int64_t m0, int64_t rows, float *y, int64_t P)
+{
+    for (int64_t m = 0; m < rows; m++) {
+        float *r = y + m * P;
+        if (b) {
+            float bv = ((const float *)b->data)[m0 + m];
+            for (int64_t i = 0; i < P; i++)
+                r[i] += bv;
+        }
+        nn_activate(n, r, (size_t)P);
+    }
+}
+
+// Output columns [lo, hi) whose input column ow*s + off lies in [0, W).
+static void col_range(int64_t W, int64_t OW, int64_t s, int64_t off, int64_t *lo, int64_t *hi)
+{
+    *lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    *hi = W - 1 - off >= 0 ? (W - 1 - off) / s + 1 : 0;
+    if (*hi > OW)
+        *hi = OW;
+    if (*lo > *hi)
+        *lo = *hi;
+}
+
+// ---- Conv
+
+typedef struct conv_geom {
+    int64_t N, C, M, G, Cg, Mg, K, P, Pin;
+    nn_window w;
+} conv_geom;
+
+static int conv_geom_init(const reel_ir_node *n, int rank, const int64_t *x, const int64_t *wd, conv_geom *c,
+                          GError **error)
+{
+    c->G = reel_ir_attr_int(n, "group", 1);
+    if (c->G < 1)
+        NN_FAIL(error, REEL_EINVAL, n, "group must be positive");
+    c->N = x[0];
+    c->C = x[1];
+    c->M = wd[0];
+    int64_t kernel[3];
+    bool known = true;
+    for (int i = 0; i < rank - 2; i++) {
+        kernel[i] = wd[2 + i];
+        known &= kernel[i] > 0;
+    }
+    int r = nn_window_init(n, rank - 2, x + 2, known ? kernel : NULL, false, &c->w, error);
+    if (r)
+        return r;
+    if (c->M >= 0 && c->M % c->G)
+        NN_FAIL(error, REEL_EINVAL, n, "%" G_GINT64_FORMAT " output channels do not split into %" G_GINT64_FORMAT " groups",
+                c->M, c->G);
+    if (c->C >= 0 && wd[1] >= 0 && wd[1] * c->G != c->C)
+        NN_FAIL(error, REEL_EINVAL, n, "input has %" G_GINT64_FORMAT " channels, weights expect %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT " groups",
+                c->C, wd[1], c->G);
+    c->Cg = wd[1];
+    c->Mg = c->M / c->G;
+    c->K = c->Cg * c->w.k[0] * c->w.k[1] * c->w.k[2];
+    c->P = c->w.out[0] * c->w.out[1] * c->w.out[2];
+    c->Pin = c->w.in[0] * c->w.in[1] * c->w.in[2];
+    return 0;
+}
+
+static int conv_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *w = reel_op_input(g, n, 1), *b = reel_op_input(g, n, 2);
+    if (!x || !w)
+        NN_FAIL(error, REEL_EINVAL, n, "needs inputs X and W");
+    int r = nn_check_fused(n, error);
+    if (r)
+        return r;
+    if (x->dtype != REEL_DTYPE_FLOAT32 || w->dtype != REEL_DTYPE_FLOAT32 || (b && b->dtype != REEL_DTYPE_FLOAT32))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported");
+    int rank = x->rank >= 0 ? x->rank : w->rank;
+    if (rank < 0) {
+        nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, 0, NULL);
+        reel_op_output(g, n, 0)->rank = -1;
+        return 0;
+    }
+    if (rank < 3 || rank > 5 || (x->rank >= 0 && w->rank >= 0 && x->rank != w->rank))
+        NN_FAIL(error, REEL_EINVAL, n, "X and W must both have rank 3 to 5 (have %d and %d)", x->rank, w->rank);
+    if (b && b->rank != 1 && b->rank >= 0)
+        NN_FAIL(error, REEL_EINVAL, n, "bias must have rank 1");
+    int64_t xd[5], wd[5];
+    for (int i = 0; i < rank; i++) {
+        xd[i] = x->rank >= 0 ? x->dims[i] : REEL_DIM_UNKNOWN;
+        wd[i] = w->rank >= 0 ? w->dims[i] : REEL_DIM_UNKNOWN;
+    }
+    conv_geom c;
+    if ((r = conv_geom_init(n, rank, xd, wd, &c, error)))
+        return r;
+    if (b && b->rank == 1 && b->dims[0] >= 0 && c.M >= 0 && b->dims[0] != c.M)
+        NN_FAIL(error, REEL_EINVAL, n, "bias has %" G_GINT64_FORMAT " values for %" G_GINT64_FORMAT " output channels",
+                b->dims[0], c.M);
+    int64_t od[5] = { c.N, c.M };
+    for (int i = 0; i < rank - 2; i++)
+        od[2 + i] = c.w.out[3 - (rank - 2) + i];
+    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, rank, od);
+    return 0;
+}
+
+static bool conv_pointwise(const conv_geom *c)
+{
+    for (int i = 0; i < 3; i++)
+        if (c->w.k[i] != 1 || c->w.s[i] != 1 || c->w.pb[i] || c->w.pe[i])
+            return false;
+    return true;
+}
+
+static bool conv_depthwise(const conv_geom *c)
+{
+    return c->Cg == 1 && c->G > 1 && c->w.in[0] == 1 && c->w.k[0] == 1 && c->w.pb[0] == 0 && c->w.pe[0] == 0;
+}
+
+static size_t conv_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    (void)out;
+    conv_geom c;
+    if (conv_geom_init(n, in[0]->rank, in[0]->shape, in[1]->shape, &c, NULL))
+        return 0;
+    if (conv_pointwise(&c) || conv_depthwise(&c))
+        return 0;
+    return (size_t)(c.K * c.P) * sizeof(float);
+}
+
+// col[K, P] from one group's input x[Cg, D, H, W].
+static void im2col(const float *x, float *col, const conv_geom *c)
+{
+    const nn_window *w = &c->w;
+    int64_t D = w->in[0], H = w->in[1], W = w->in[2], OD = w->out[0], OH = w->out[1], OW = w->out[2];
+    float *dst = col;
+    for (int64_t ch = 0; ch < c->Cg; ch++)
+        for (int64_t a = 0; a < w->k[0]; a++)
+            for (int64_t b = 0; b < w->k[1]; b++)
+                for (int64_t e = 0; e < w->k[2]; e++) {
+                    int64_t off = e * w->d[2] - w->pb[2], lo, hi;
+                    col_range(W, OW, w->s[2], off, &lo, &hi);
+                    for (int64_t od = 0; od < OD; od++) {
+                        int64_t id = od * w->s[0] - w->pb[0] + a * w->d[0];
+                        for (int64_t oh = 0; oh < OH; oh++, dst += OW) {
+                            int64_t ih = oh * w->s[1] - w->pb[1] + b * w->d[1];
+                            if (id < 0 || id >= D || ih < 0 || ih >= H) {
+                                memset(dst, 0, (size_t)OW * sizeof(float));
+                                continue;
+                            }
+                            const float *xr = x + ((ch * D + id) * H + ih) * W + off;
+                            for (int64_t ow = 0; ow < lo; ow++)
+                                dst[ow] = 0;
+                            if (w->s[2] == 1)
+                                memcpy(dst + lo, xr + lo, (size_t)(hi - lo) * sizeof(float));
+                            else
+                                for (int64_t ow = lo; ow < hi; ow++)
+                                    dst[ow] = xr[ow * w->s[2]];
+                            for (int64_t ow = hi; ow < OW; ow++)
+                                dst[ow] = 0;
+                        }
+                    }
+                }
+}
+
+// One output channel of a depthwise conv: y[OH, OW] from x[H, W] and the
+// filter wt[kh, kw], plus bias. Columns whose window lies inside the input
+// take the fast path: every tap in one pass over the output row (3x3 and 5x5
+// unrolled at compile time), rows outside the input read a zero row.
+#define DW_INTERIOR(K)                                                                                  \
+    static void dw_interior_##K(const float *const *rows, const float *wt, float *yr, int64_t lo,         \
+                                int64_t hi, int64_t sw, int64_t off, float bias)                           \
+    {                                                                                                    \
+        for (int64_t ow = lo; ow < hi; ow++) {                                                           \
+            int64_t c = ow * sw + off;                                                                   \
+            float acc = bias;                                                                            \
+            for (int i = 0; i < K; i++)                                                                  \
+                for (int j = 0; j < K; j++)                                                              \
+                    acc += wt[i * K + j] * rows[i][c + j];                                               \
+            yr[ow] = acc;                                                                                \
+        }                                                                                                \
+    }
+DW_INTERIOR(3)
+DW_INTERIOR(5)
+
+static void depthwise(const float *x, const float *wt, float *y, const nn_window *w, float bias, const float *zero)
+{
+    int64_t H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2];
+    int64_t kh = w->k[1], kw = w->k[2], sh = w->s[1], sw = w->s[2], dh = w->d[1], dw = w->d[2];
+    int64_t pl = w->pb[2];
+    // Interior columns: the whole window row inside [0, W).
+    int64_t lo = pl > 0 ? (pl + sw - 1) / sw : 0;
+    int64_t last = W - 1 - (kw - 1) * dw + pl; // largest ow*sw allowed
+    int64_t hi = last >= 0 ? last / sw + 1 : 0;
+    if (hi > OW)
+        hi = OW;
+    if (lo > hi)
+        lo = hi;
+    bool fast = zero && dw == 1 && dh == 1 && kh == kw && (kw == 3 || kw == 5);
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *yr = y + oh * OW;
+        int64_t ih0 = oh * sh - w->pb[1];
+        int64_t a = fast ? lo : 0, b = fast ? hi : 0;
+        if (fast) {
+            const float *rows[5];
+            for (int i = 0; i < kh; i++) {
+                int64_t ih = ih0 + i;
+                rows[i] = ih >= 0 && ih < H ? x + ih * W : zero;
+            }
+            if (kw == 3)
+                dw_interior_3(rows, wt, yr, a, b, sw, -pl, bias);
+            else
+                dw_interior_5(rows, wt, yr, a, b, sw, -pl, bias);
+        }
+        // The other columns (all of them off the fast path), bounds checked.
+        for (int64_t ow = 0; ow < OW; ow++) {
+            if (ow == a && b > a) {
+                ow = b - 1;
+                continue;
+            }
+            float acc = bias;
+            for (int64_t i = 0; i < kh; i++) {
+                int64_t ih = ih0 + i * dh;
+                if (ih < 0 || ih >= H)
+                    continue;
+                for (int64_t j = 0; j < kw; j++) {
+                    int64_t iw = ow * sw - pl + j * dw;
+                    if (iw >= 0 && iw < W)
+                        acc += wt[i * kw + j] * x[ih * W + iw];
+                }
+            }
+            yr[ow] = acc;
+        }
+    }
+}
+
+static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
+{
+    conv_geom c;
+    if (conv_geom_init(n, in[0]->rank, in[0]->shape, in[1]->shape, &c, NULL))
+        return REEL_EINVAL;
+    const float *X = in[0]->data, *Wt = in[1]->data;
+    const reel_tensor *B = n->n_inputs > 2 ? in[2] : NULL;
+    float *Y = out[0]->data;
+    bool pw = conv_pointwise(&c), dw = conv_depthwise(&c);
+    // A row of zeros standing for padding rows in the depthwise fast path
+    // (plus room for the widest window's overhang).
+    float *zero = dw ? g_new0(float, c.w.in[2] + 8) : NULL;
+    if (!pw && !dw && ctx->scratch_size < (size_t)(c.K * c.P) * sizeof(float))
+        return REEL_EINTERNAL;
+    for (int64_t b = 0; b < c.N; b++)
+        for (int64_t g = 0; g < c.G; g++) {
+            const float *x = X + (b * c.C + g * c.Cg) * c.Pin;
+            const float *w = Wt + g * c.Mg * c.K;
+            float *y = Y + (b * c.M + g * c.Mg) * c.P;
+            if (pw) {
+                nn_sgemm(false, false, (int)c.Mg, (int)c.P, (int)c.K, 1, w, (int)c.K, x, (int)c.P, 0, y, (int)c.P);
+            } else if (dw) {
+                // Bias is added by the kernel; the activation follows per row block.
+                const float *bias = B ? (const float *)B->data + g * c.Mg : NULL;
+                for (int64_t m = 0; m < c.Mg; m++) {
+                    depthwise(x, w + m * c.K, y + m * c.P, &c.w, bias ? bias[m] : 0, zero);
+                    nn_activate(n, y + m * c.P, (size_t)c.P);
+                }
+                continue;
+            } else {
+                im2col(x, ctx->scratch, &c);
+                nn_sgemm(false, false, (int)c.Mg, (int)c.P, (int)c.K, 1, w, (int)c.K, ctx->scratch, (int)c.P, 0, y,
+                         (int)c.P);
+            }
+            bias_act(n, B, g * c.Mg, c.Mg, y, c.P);
+        }
+    g_free(zero);
+    return 0;
+}
+
+static const reel_op op_conv = { "Conv", conv_infer, conv_scratch, conv_run };
+
+// ---- ConvTranspose
+
+typedef struct convt_geom {
+    int64_t N, C, M, G, Cg, Mg, K, P, Pin;
+    int sp;
+    int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+} convt_geom;
+
+static int convt_geom_init(const reel_ir_node *n, int rank, const int64_t *x, const int64_t *wd, convt_geom *c,
+                           GError **error)
+{
+    int sp = rank - 2, nk, ns, nd, np, nop, nos;
+    const int64_t *k = reel_ir_attr_ints(n, "kernel_shape", &nk);
+    const int64_t *s = reel_ir_attr_ints(n, "strides", &ns);
+    const int64_t *d = reel_ir_attr_ints(n, "dilations", &nd);
+    const int64_t *p = reel_ir_attr_ints(n, "pads", &np);
+    const int64_t *op = reel_ir_attr_ints(n, "output_padding", &nop);
+    const int64_t *os = reel_ir_attr_ints(n, "output_shape", &nos);
+    const char *auto_pad = reel_ir_attr_string(n, "auto_pad", "NOTSET");
+    if (sp < 1 || sp > 3)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "%d spatial dims (1 to 3 supported)", sp);
+    if ((k && nk != sp) || (s && ns != sp) || (d && nd != sp) || (p && np != 2 * sp) || (op && nop != sp) ||
+        (os && nos != sp && nos != rank))
+        NN_FAIL(error, REEL_EINVAL, n, "attribute lengths do not match %d spatial dims", sp);
+    bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
+    if (!same && strcmp(auto_pad, "VALID") != 0 && strcmp(auto_pad, "NOTSET") != 0)
+        NN_FAIL(error, REEL_EINVAL, n, "auto_pad %s is not valid", auto_pad);
+    c->G = reel_ir_attr_int(n, "group", 1);
+    if (c->G < 1)
+        NN_FAIL(error, REEL_EINVAL, n, "group must be positive");
+    c->sp = sp;
+    c->N = x[0];
+    c->C = x[1];
+    c->Cg = c->C >= 0 ? c->C / c->G : -1;
+    c->Mg = wd[1];
+    c->M = wd[1] >= 0 ? wd[1] * c->G : -1;
+    if (c->C >= 0 && wd[0] >= 0 && wd[0] != c->C)
+        NN_FAIL(error, REEL_EINVAL, n, "weights are for %" G_GINT64_FORMAT " input channels, input has %" G_GINT64_FORMAT,
+                wd[0], c->C);
+    if (c->C >= 0 && c->C % c->G)
+        NN_FAIL(error, REEL_EINVAL, n, "channels do not split into groups");
+    int off = 3 - sp;
+    for (int i = 0; i < 3; i++)
+        c->in[i] = c->out[i] = c->k[i] = c->s[i] = c->d[i] = 1, c->pb[i] = 0;
+    c->K = c->Mg;
+    for (int i = 0; i < sp; i++) {
+        int j = off + i;
+        c->in[j] = x[2 + i];
+        c->k[j] = k ? k[i] : wd[2 + i];
+        c->s[j] = s ? s[i] : 1;
+        c->d[j] = d ? d[i] : 1;
+        int64_t pb = p ? p[i] : 0, pe = p ? p[sp + i] : 0, opad = op ? op[i] : 0;
+        if (c->k[j] < 1 || c->s[j] < 1 || c->d[j] < 1 || opad < 0)
+            NN_FAIL(error, REEL_EINVAL, n, "bad kernel, strides, dilations or output_padding");
+        c->K *= c->k[j];
+        int64_t ek = (c->k[j] - 1) * c->d[j] + 1;
+        if (c->in[j] < 0) {
+            c->out[j] = REEL_DIM_UNKNOWN;
+            continue;
+        }
+        int64_t natural = c->s[j] * (c->in[j] - 1) + opad + ek;
+        if (os || same) {
+            int64_t want = os ? os[nos - sp + i] : c->in[j] * c->s[j];
+            int64_t total = natural - want;
+            bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+            // Floor division, as ONNX's reference: a negative total (output
+            // larger than natural) pads at the end.
+            int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+            c->pb[j] = upper ? half : total - half;
+            c->out[j] = want;
+        } else {
+            if (strcmp(auto_pad, "VALID") == 0)
+                pb = pe = 0;
+            c->pb[j] = pb;
+            c->out[j] = natural - pb - pe;
+        }
+        if (c->out[j] < 1)
+            NN_FAIL(error, REEL_EINVAL, n, "output would be empty");
+    }
+    c->P = c->out[0] * c->out[1] * c->out[2];
+    c->Pin = c->in[0] * c->in[1] * c->in[2];
+    return 0;
+}
+
+static int convt_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *w = reel_op_input(g, n, 1);
+    if (!x || !w)
+        NN_FAIL(error, REEL_EINVAL, n, "needs inputs X and W");
+    int r = nn_check_fused(n, error);
+    if (r)
+        return r;
+    if (x->dtype != REEL_DTYPE_FLOAT32 || w->dtype != REEL_DTYPE_FLOAT32)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported");
+    if (x->rank < 0 || w->rank < 0) {
+        reel_op_output(g, n, 0)->dtype = REEL_DTYPE_FLOAT32;
+        reel_op_output(g, n, 0)->rank = -1;
+        return 0;
+    }
+    if (x->rank != w->rank || x->rank < 3)
+        NN_FAIL(error, REEL_EINVAL, n, "X and W must have the same rank, at least 3");
+    convt_geom c;
+    if ((r = convt_geom_init(n, x->rank, x->dims, w->dims, &c, error)))
+        return r;
+    int64_t od[5] = { c.N, c.M };
+    for (int i = 0; i < c.sp; i++)
+        od[2 + i] = c.out[3 - c.sp + i];
+    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, x->rank, od);
+    return 0;
+}
+
+static size_t convt_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    (void)out;
+    convt_geom c;
+    if (convt_geom_init(n, in[0]->rank, in[0]->shape, in[1]->shape, &c, NULL))
+        return 0;
+    return (size_t)(c.K * c.Pin) * sizeof(float);
+}
+
+static int convt_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
+{
+    convt_geom c;
+    if (convt_geom_init(n, in[0]->rank, in[0]->shape, in[1]->shape, &c, NULL))
+        return REEL_EINVAL;
+    if (ctx->scratch_size < (size_t)(c.K * c.Pin) * sizeof(float))
+        return REEL_EINTERNAL;
+    const float *X = in[0]->data, *Wt = in[1]->data;
+    const reel_tensor *B = n->n_inputs > 2 ? in[2] : NULL;
+    float *Y = out[0]->data, *col = ctx->scratch;
+    int64_t kk = c.K / c.Mg;
+    memset(Y, 0, out[0]->nbytes);
+    for (int64_t b = 0; b < c.N; b++)
+        for (int64_t g = 0; g < c.G; g++) {
+            const float *x = X + (b * c.C + g * c.Cg) * c.Pin;
+            const float *w = Wt + g * c.Cg * c.K;
+            float *y = Y + (b * c.M + g * c.Mg) * c.P;
+            // col[Mg*k, Pin] = W_g^T x_g, then scattered (col2im) into y.
+            nn_sgemm(true, false, (int)c.K, (int)c.Pin, (int)c.Cg, 1, w, (int)c.K, x, (int)c.Pin, 0, col, (int)c.Pin);
+            for (int64_t row = 0; row < c.K; row++) {
+                int64_t m = row / kk, r = row % kk;
+                int64_t e = r % c.k[2], bb = (r / c.k[2]) % c.k[1], a = r / (c.k[2] * c.k[1]);
+                const float *src = col + row * c.Pin;
+                float *ym = y + m * c.P;
+                for (int64_t id = 0; id < c.in[0]; id++) {
+                    int64_t od = id * c.s[0] + a * c.d[0] - c.pb[0];
+                    if (od < 0 || od >= c.out[0])
+                        continue;
+                    for (int64_t ih = 0; ih < c.in[1]; ih++) {
+                        int64_t oh = ih * c.s[1] + bb * c.d[1] - c.pb[1];
+                        if (oh < 0 || oh >= c.out[1])
+                            continue;
+                        const float *sr = src + (id * c.in[1] + ih) * c.in[2];
+                        float *yr = ym + (od * c.out[1] + oh) * c.out[2];
+                        for (int64_t iw = 0; iw < c.in[2]; iw++) {
+                            int64_t ow = iw * c.s[2] + e * c.d[2] - c.pb[2];
+                            if (ow >= 0 && ow < c.out[2])
+                                yr[ow] += sr[iw];
+                        }
+                    }
+                }
+            }
+            bias_act(n, B, g * c.Mg, c.Mg, y, c.P);
+        }
+    return 0;
+}
+
+static const reel_op op_convtranspose = { "ConvTranspose", convt_infer, convt_scratch, convt_run };

@@ -1,0 +1,184 @@
+// The model IR: graph, values, nodes, attributes and host tensors.
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/ir.h"
+
+// Tensor data is 64-byte aligned so SIMD kernels may use aligned loads.
+#define TENSOR_ALIGN 64
+
+int64_t reel_tensor_count(int rank, const int64_t *shape)
+{
+    if (rank < 0 || rank > REEL_IR_MAX_RANK)
+        return -1;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n))
+            return -1;
+    }
+    return n;
+}
+
+reel_tensor *reel_tensor_new(reel_dtype dtype, int rank, const int64_t *shape)
+{
+    size_t esize = reel_dtype_size(dtype);
+    int64_t count = reel_tensor_count(rank, shape);
+    size_t nbytes;
+    if (esize == 0 || count < 0 || __builtin_mul_overflow((size_t)count, esize, &nbytes)
+        || nbytes > SIZE_MAX - TENSOR_ALIGN)
+        return NULL;
+    size_t alloc = (nbytes + TENSOR_ALIGN - 1) / TENSOR_ALIGN * TENSOR_ALIGN;
+    void *data = aligned_alloc(TENSOR_ALIGN, alloc ? alloc : TENSOR_ALIGN);
+    if (!data)
+        return NULL;
+    memset(data, 0, alloc ? alloc : TENSOR_ALIGN);
+    reel_tensor *t = g_new0(reel_tensor, 1);
+    t->dtype = dtype;
+    t->rank = rank;
+    if (rank > 0)
+        memcpy(t->shape, shape, sizeof *shape * (size_t)rank);
+    t->data = data;
+    t->nbytes = nbytes;
+    return t;
+}
+
+void reel_tensor_free(reel_tensor **t)
+{
+    if (!t || !*t)
+        return;
+    free((*t)->data);
+    g_free(*t);
+    *t = NULL;
+}
+
+reel_tensor *reel_tensor_dup(const reel_tensor *t)
+{
+    if (!t)
+        return NULL;
+    reel_tensor *d = reel_tensor_new(t->dtype, t->rank, t->shape);
+    if (d && t->nbytes)
+        memcpy(d->data, t->data, t->nbytes);
+    return d;
+}
+
+static void value_free(gpointer p)
+{
+    reel_ir_value *v = p;
+    g_free(v->name);
+    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
+        g_free(v->dim_names[i]);
+    reel_tensor_free(&v->constant);
+    g_free(v);
+}
+
+static void node_free(gpointer p)
+{
+    reel_ir_node *n = p;
+    g_free(n->name);
+    g_free(n->op);
+    g_free(n->inputs);
+    g_free(n->outputs);
+    for (int i = 0; i < n->n_attrs; i++) {
+        reel_ir_attr *a = &n->attrs[i];
+        g_free(a->name);
+        g_free(a->s);
+        g_free(a->ints);
+        g_free(a->floats);
+        reel_tensor_free(&a->t);
+    }
+    g_free(n->attrs);
+    g_free(n);
+}
+
+reel_ir_graph *reel_ir_graph_new(void)
+{
+    reel_ir_graph *g = g_new0(reel_ir_graph, 1);
+    g->values = g_ptr_array_new_with_free_func(value_free);
+    g->nodes = g_ptr_array_new_with_free_func(node_free);
+    g->inputs = g_array_new(FALSE, FALSE, sizeof(int));
+    g->outputs = g_array_new(FALSE, FALSE, sizeof(int));
+    return g;
+}
+
+void reel_ir_graph_free(reel_ir_graph **g)
+{
+    if (!g || !*g)
+        return;
+    g_ptr_array_free((*g)->values, TRUE);
+    g_ptr_array_free((*g)->nodes, TRUE);
+    g_array_free((*g)->inputs, TRUE);
+    g_array_free((*g)->outputs, TRUE);
+    g_free((*g)->producer);
+    g_free(*g);
+    *g = NULL;
+}
+
+int reel_ir_add_value(reel_ir_graph *g, const char *name)
+{
+    reel_ir_value *v = g_new0(reel_ir_value, 1);
+    v->name = g_strdup(name);
+    v->dtype = REEL_DTYPE_NONE;
+    v->rank = -1;
+    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
+        v->dims[i] = REEL_DIM_UNKNOWN;
+    v->producer = -1;
+    g_ptr_array_add(g->values, v);
+    return (int)g->values->len - 1;
+}
+
+int reel_ir_find_value(const reel_ir_graph *g, const char *name)
+{
+    for (guint i = 0; i < g->values->len; i++)
+        if (strcmp(((reel_ir_value *)g->values->pdata[i])->name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+const reel_ir_attr *reel_ir_attr_find(const reel_ir_node *n, const char *name)
+{
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+int64_t reel_ir_attr_int(const reel_ir_node *n, const char *name, int64_t def)
+{
+    const reel_ir_attr *a = reel_ir_attr_find(n, name);
+    if (!a)
+        return def;
+    if (a->type == REEL_ATTR_INT)
+        return a->i;
+    if (a->type == REEL_ATTR_FLOAT)
+        return (int64_t)a->f;
+    return def;
+}
+
+float reel_ir_attr_float(const reel_ir_node *n, const char *name, float def)
+{
+    const reel_ir_attr *a = reel_ir_attr_find(n, name);
+    if (!a)
+        return def;
+    if (a->type == REEL_ATTR_FLOAT)
+        return a->f;
+    if (a->type == REEL_ATTR_INT)
+        return (float)a->i;
+    return def;
+}
+
+const char *reel_ir_attr_string(const reel_ir_node *n, const char *name, const char *def)
+{
+    const reel_ir_attr *a = reel_ir_attr_find(n, name);
+    return a && a->type == REEL_ATTR_STRING ? a->s : def;
+}
+
+const int64_t *reel_ir_attr_ints(const reel_ir_node *n, const char *name, int *count)
+{
+    const reel_ir_attr *a = reel_ir_attr_find(n, name);
+    if (!a || a->type != REEL_ATTR_INTS) {
+        *count = 0;
+        return NULL;
+    }
+    *count = a->n;
+    return a->ints;
+}

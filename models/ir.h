@@ -1,0 +1,117 @@
+// The model IR: values (tensors, constant or computed), nodes (ONNX ops with
+// attributes) and the graph that holds them. Built by the ONNX loader,
+// rewritten by passes, executed per backend. Only models/ includes this.
+#ifndef REEL_MODELS_IR_H
+#define REEL_MODELS_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <glib.h>
+
+#include "reel/caps.h"
+
+#define REEL_IR_MAX_RANK 8
+// A dimension whose size is not known until run time (a symbolic dim such as
+// "batch", or one inference could not fix).
+#define REEL_DIM_UNKNOWN (-1)
+
+// A tensor with concrete shape and host data: constants, kernel arguments.
+typedef struct reel_tensor {
+    reel_dtype dtype;
+    int rank;
+    int64_t shape[REEL_IR_MAX_RANK];
+    void *data;          // dtype-typed, row-major, contiguous
+    size_t nbytes;
+} reel_tensor;
+
+// Elements of a shape (1 for rank 0); -1 when a dim is unknown or the count
+// overflows.
+int64_t reel_tensor_count(int rank, const int64_t *shape);
+
+typedef struct reel_ir_value {
+    char *name;
+    reel_dtype dtype;            // REEL_DTYPE_NONE until inferred
+    int rank;                    // -1 until inferred
+    int64_t dims[REEL_IR_MAX_RANK];     // REEL_DIM_UNKNOWN where not static
+    char *dim_names[REEL_IR_MAX_RANK];  // symbolic names from the model, or NULL
+    reel_tensor *constant;       // initializer or folded constant, else NULL
+    int producer;                // index of the node that writes it, -1 for inputs/constants
+} reel_ir_value;
+
+typedef enum reel_attr_type {
+    REEL_ATTR_INT,
+    REEL_ATTR_FLOAT,
+    REEL_ATTR_STRING,
+    REEL_ATTR_INTS,
+    REEL_ATTR_FLOATS,
+    REEL_ATTR_TENSOR,
+    REEL_ATTR_TYPE_COUNT,
+} reel_attr_type;
+
+typedef struct reel_ir_attr {
+    char *name;
+    reel_attr_type type;
+    int64_t i;
+    float f;
+    char *s;
+    int64_t *ints;
+    float *floats;
+    int n;                       // elements of ints/floats
+    reel_tensor *t;
+} reel_ir_attr;
+
+typedef struct reel_ir_node {
+    char *name;                  // never NULL: "<op>_<index>" when the model gave none
+    char *op;                    // ONNX op_type, e.g. "Conv"
+    int *inputs;                 // value indices; -1 for an omitted optional input
+    int n_inputs;
+    int *outputs;                // value indices; -1 for an omitted optional output
+    int n_outputs;
+    reel_ir_attr *attrs;
+    int n_attrs;
+    // Fused activation a pass folded into this node (Conv): "Relu", "Clip",
+    // "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", or NULL; with its
+    // parameters (Clip min/max, HardSigmoid alpha/beta).
+    const char *fused;
+    float fused_a, fused_b;
+    bool dead;                   // removed by a pass; skipped everywhere
+} reel_ir_node;
+
+typedef struct reel_ir_graph {
+    GPtrArray *values;           // reel_ir_value *
+    GPtrArray *nodes;            // reel_ir_node *, in topological order
+    GArray *inputs;              // int value indices (graph inputs that are not initializers)
+    GArray *outputs;             // int value indices
+    int opset;                   // of the default ("" / "ai.onnx") domain
+    char *producer;              // producer_name, for `reel model info`
+} reel_ir_graph;
+
+reel_ir_graph *reel_ir_graph_new(void);
+void reel_ir_graph_free(reel_ir_graph **g);
+
+// Adds a value named `name` (unique) and returns its index.
+int reel_ir_add_value(reel_ir_graph *g, const char *name);
+int reel_ir_find_value(const reel_ir_graph *g, const char *name); // -1 if absent
+static inline reel_ir_value *reel_ir_value_at(const reel_ir_graph *g, int i)
+{
+    return i < 0 ? NULL : g->values->pdata[i];
+}
+static inline reel_ir_node *reel_ir_node_at(const reel_ir_graph *g, int i)
+{
+    return g->nodes->pdata[i];
+}
+
+// Attribute lookups; the default when absent.
+const reel_ir_attr *reel_ir_attr_find(const reel_ir_node *n, const char *name);
+int64_t reel_ir_attr_int(const reel_ir_node *n, const char *name, int64_t def);
+float reel_ir_attr_float(const reel_ir_node *n, const char *name, float def);
+const char *reel_ir_attr_string(const reel_ir_node *n, const char *name, const char *def);
+// The ints of an INTS attribute (count in *n), or NULL (*n = 0) when absent.
+const int64_t *reel_ir_attr_ints(const reel_ir_node *n, const char *name, int *count);
+
+reel_tensor *reel_tensor_new(reel_dtype dtype, int rank, const int64_t *shape); // zeroed; NULL on overflow
+void reel_tensor_free(reel_tensor **t);
+reel_tensor *reel_tensor_dup(const reel_tensor *t);
+
+#endif

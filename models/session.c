@@ -1,0 +1,532 @@
+// Sessions: per concrete set of input shapes, a plan (shapes inferred again
+// with concrete dims, shape-only work folded, one arena with lifetimes and
+// reuse); a run walks the nodes over views into the arena.
+//
+// Threads: OpenBLAS's pool is the only one. Each run sets OpenBLAS to the
+// session's thread count; reel's own loops run single-threaded, so the two
+// never oversubscribe the cores.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/cpu/blas.h"
+#include "models/model_internal.h"
+#include "models/op.h"
+#include "models/session.h"
+#include "reel/error.h"
+
+#define ALIGN 64
+#define KEY_INPUT_MAX 64 // small inputs a plan may read as constants
+
+enum { V_NONE, V_ARENA, V_CONST, V_INPUT };
+
+typedef struct plan {
+    reel_ir_graph g;          // values: this plan's copies; nodes etc. borrowed
+    int n_values;
+    int *kind;                // V_*
+    int *input_of;            // V_INPUT: index of the graph input
+    size_t *offset;           // V_ARENA
+    reel_tensor *t;           // views; data set before each run
+    bool *skip;               // per node: folded while planning
+    GPtrArray *owned;         // reel_tensor * made while planning
+    size_t arena_bytes, scratch_bytes;
+} plan;
+
+struct reel_session {
+    reel_model *m;
+    int threads;
+    GHashTable *plans;        // key -> plan *
+    plan *last;
+    void *arena, *scratch;
+    size_t arena_cap, scratch_cap;
+    bool profile;
+    GArray *times;            // reel_session_node_time
+};
+
+static void plan_free(gpointer p)
+{
+    plan *pl = p;
+    if (!pl)
+        return;
+    if (pl->g.values)
+        for (guint i = 0; i < pl->g.values->len; i++)
+            g_free(pl->g.values->pdata[i]); // shallow copies: names belong to the model
+    if (pl->g.values)
+        g_ptr_array_free(pl->g.values, TRUE);
+    if (pl->owned) {
+        for (guint i = 0; i < pl->owned->len; i++) {
+            reel_tensor *t = pl->owned->pdata[i];
+            reel_tensor_free(&t);
+        }
+        g_ptr_array_free(pl->owned, TRUE);
+    }
+    g_free(pl->kind);
+    g_free(pl->input_of);
+    g_free(pl->offset);
+    g_free(pl->t);
+    g_free(pl->skip);
+    g_free(pl);
+}
+
+reel_session *reel_session_new(reel_model *m, const reel_session_params *params, GError **error)
+{
+    if (!m) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "reel_session_new: no model");
+        return NULL;
+    }
+    reel_blas_setup();
+    reel_session *s = g_new0(reel_session, 1);
+    s->m = reel_model_ref(m);
+    s->threads = params && params->threads > 0 ? params->threads : (int)g_get_num_processors();
+    s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, plan_free);
+    s->times = g_array_new(FALSE, FALSE, sizeof(reel_session_node_time));
+    return s;
+}
+
+void reel_session_destroy(reel_session **ps)
+{
+    reel_session *s = ps ? *ps : NULL;
+    if (!s)
+        return;
+    g_hash_table_destroy(s->plans);
+    free(s->arena);
+    free(s->scratch);
+    g_array_free(s->times, TRUE);
+    reel_model_unref(&s->m);
+    g_free(s);
+    *ps = NULL;
+}
+
+int64_t reel_session_arena_bytes(const reel_session *s)
+{
+    return s && s->last ? (int64_t)s->last->arena_bytes : 0;
+}
+
+void reel_session_set_profile(reel_session *s, bool on)
+{
+    s->profile = on;
+}
+
+const reel_session_node_time *reel_session_node_times(const reel_session *s, int *n)
+{
+    *n = (int)s->times->len;
+    return (const reel_session_node_time *)(void *)s->times->data;
+}
+
+int reel_session_n_plans(const reel_session *s)
+{
+    return (int)g_hash_table_size(s->plans);
+}
+
+static size_t value_bytes(const reel_ir_value *v)
+{
+    int64_t c = reel_tensor_count(v->rank, v->dims);
+    return c < 0 ? 0 : (size_t)c * reel_dtype_size(v->dtype);
+}
+
+// Small inputs that decide shapes (int64 ones, and the scales/sizes of
+// Resize/Upsample) are read as constants while planning; their contents
+// are then part of the plan's key.
+static bool shape_input(const reel_ir_graph *g, int vi, const reel_buffer *b)
+{
+    const reel_ir_value *v = reel_ir_value_at(g, vi);
+    int64_t c = reel_tensor_count(b->format.rank, b->format.shape);
+    if (c < 0 || c > KEY_INPUT_MAX)
+        return false;
+    if (v->dtype == REEL_DTYPE_INT64)
+        return true;
+    for (guint i = 0; i < g->nodes->len; i++) {
+        const reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        if (strcmp(n->op, "Resize") && strcmp(n->op, "Upsample"))
+            continue;
+        for (int k = 1; k < n->n_inputs; k++)
+            if (n->inputs[k] == vi)
+                return true;
+    }
+    return false;
+}
+
+static void view_of(const reel_ir_value *v, reel_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = v->dtype;
+    t->rank = v->rank;
+    memcpy(t->shape, v->dims, sizeof t->shape);
+    t->nbytes = value_bytes(v);
+    if (v->constant)
+        t->data = v->constant->data;
+}
+
+static int fold_node(plan *pl, const reel_op *op, reel_ir_node *n, GError **error)
+{
+    reel_tensor *ins = g_new0(reel_tensor, n->n_inputs + 1);
+    reel_tensor **in = g_new0(reel_tensor *, n->n_inputs + 1);
+    reel_tensor **out = g_new0(reel_tensor *, n->n_outputs + 1);
+    int rc = 0;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] >= 0) {
+            view_of(reel_ir_value_at(&pl->g, n->inputs[k]), &ins[k]);
+            in[k] = &ins[k];
+        }
+    for (int k = 0; k < n->n_outputs; k++) {
+        reel_ir_value *v = reel_ir_value_at(&pl->g, n->outputs[k]);
+        if (!v)
+            continue;
+        out[k] = reel_tensor_new(v->dtype, v->rank, v->dims);
+        if (!out[k]) {
+            g_set_error(error, REEL_ERROR, REEL_ENOMEM, "node %s (%s): output too large", n->name, n->op);
+            rc = REEL_ENOMEM;
+            goto fail;
+        }
+        g_ptr_array_add(pl->owned, out[k]);
+        v->constant = out[k];
+    }
+    reel_exec_ctx ctx = { .opset = pl->g.opset, .threads = 1 };
+    ctx.scratch_size = op->scratch ? op->scratch(n, in, out) : 0;
+    ctx.scratch = ctx.scratch_size ? g_malloc0(ctx.scratch_size) : NULL;
+    rc = op->run(n, in, out, &ctx);
+    g_free(ctx.scratch);
+    if (rc)
+        g_set_error(error, REEL_ERROR, rc, "node %s (%s): %s", n->name, n->op, reel_strerror(rc));
+fail:
+    g_free(ins);
+    g_free(in);
+    g_free(out);
+    return rc;
+}
+
+typedef struct live {
+    int v, def, last;
+    size_t size;
+} live;
+
+static int by_size(const void *a, const void *b)
+{
+    const live *x = a, *y = b;
+    return x->size < y->size ? 1 : x->size > y->size ? -1 : x->v - y->v;
+}
+
+// Greedy by size: largest first, each at the lowest offset that does not
+// overlap a placed value whose lifetime intersects its own.
+static size_t place(live *lv, int n, size_t *offset)
+{
+    qsort(lv, (size_t)n, sizeof *lv, by_size);
+    size_t peak = 0;
+    typedef struct { size_t lo, hi; } span;
+    span *busy = g_new(span, n + 1);
+    for (int i = 0; i < n; i++) {
+        int nb = 0;
+        for (int j = 0; j < i; j++)
+            if (lv[j].def <= lv[i].last && lv[i].def <= lv[j].last)
+                busy[nb++] = (span){ offset[lv[j].v], offset[lv[j].v] + lv[j].size };
+        // Sort the conflicting spans by start and take the first gap.
+        for (int a = 1; a < nb; a++)
+            for (int b = a; b > 0 && busy[b - 1].lo > busy[b].lo; b--) {
+                span t = busy[b];
+                busy[b] = busy[b - 1];
+                busy[b - 1] = t;
+            }
+        size_t at = 0;
+        for (int a = 0; a < nb; a++) {
+            if (busy[a].lo >= at + lv[i].size)
+                break;
+            if (busy[a].hi > at)
+                at = busy[a].hi;
+        }
+        offset[lv[i].v] = at;
+        if (at + lv[i].size > peak)
+            peak = at + lv[i].size;
+    }
+    g_free(busy);
+    return peak;
+}
+
+static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **error)
+{
+    const reel_ir_graph *mg = s->m->graph;
+    plan *pl = g_new0(plan, 1);
+    pl->g = *mg;
+    pl->n_values = (int)mg->values->len;
+    pl->g.values = g_ptr_array_sized_new((guint)pl->n_values);
+    for (int i = 0; i < pl->n_values; i++)
+        g_ptr_array_add(pl->g.values, g_memdup2(mg->values->pdata[i], sizeof(reel_ir_value)));
+    pl->owned = g_ptr_array_new();
+    pl->kind = g_new0(int, pl->n_values);
+    pl->input_of = g_new0(int, pl->n_values);
+    pl->offset = g_new0(size_t, pl->n_values);
+    pl->t = g_new0(reel_tensor, pl->n_values);
+    int n_nodes = (int)mg->nodes->len;
+    pl->skip = g_new0(bool, n_nodes);
+    reel_ir_graph *g = &pl->g;
+
+    for (guint k = 0; k < mg->inputs->len; k++) {
+        int vi = g_array_index(mg->inputs, int, k);
+        reel_ir_value *v = reel_ir_value_at(g, vi);
+        const reel_buffer *b = inputs[k];
+        v->rank = b->format.rank;
+        memcpy(v->dims, b->format.shape, sizeof v->dims);
+        if (shape_input(mg, vi, b)) {
+            reel_tensor *t = reel_tensor_new(v->dtype, v->rank, v->dims);
+            if (t->nbytes)
+                memcpy(t->data, b->data, t->nbytes);
+            g_ptr_array_add(pl->owned, t);
+            v->constant = t;
+        }
+    }
+    // Shapes again with concrete dims; fold what only depends on constants.
+    for (int i = 0; i < n_nodes; i++) {
+        reel_ir_node *n = reel_ir_node_at(g, i);
+        if (n->dead) {
+            pl->skip[i] = true;
+            continue;
+        }
+        const reel_op *op = reel_op_find(n->op);
+        if (!op) {
+            g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "node %s: op %s is not supported", n->name, n->op);
+            goto fail;
+        }
+        for (int k = 0; k < n->n_outputs; k++) {
+            reel_ir_value *v = reel_ir_value_at(g, n->outputs[k]);
+            if (v)
+                v->constant = NULL;
+        }
+        if (op->infer(g, n, error))
+            goto fail;
+        for (int k = 0; k < n->n_outputs; k++) {
+            reel_ir_value *v = reel_ir_value_at(g, n->outputs[k]);
+            if (v && (v->rank < 0 || reel_tensor_count(v->rank, v->dims) < 0 || v->dtype == REEL_DTYPE_NONE)) {
+                g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
+                            "node %s (%s): the shape of output %s is not known for these input shapes", n->name,
+                            n->op, v->name);
+                goto fail;
+            }
+        }
+        bool fold = strcmp(n->op, "Shape") == 0 || strcmp(n->op, "Size") == 0;
+        if (!fold) {
+            fold = true;
+            for (int k = 0; k < n->n_inputs; k++) {
+                reel_ir_value *v = reel_ir_value_at(g, n->inputs[k]);
+                if (v && !v->constant)
+                    fold = false;
+            }
+        }
+        if (fold) {
+            if (fold_node(pl, op, n, error))
+                goto fail;
+            pl->skip[i] = true;
+        }
+    }
+    // Lifetimes of computed values, then their places in the arena.
+    int *def = g_new(int, pl->n_values), *last = g_new(int, pl->n_values);
+    for (int v = 0; v < pl->n_values; v++)
+        def[v] = last[v] = -1;
+    for (int i = 0; i < n_nodes; i++) {
+        if (pl->skip[i])
+            continue;
+        const reel_ir_node *n = reel_ir_node_at(g, i);
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0)
+                def[n->outputs[k]] = last[n->outputs[k]] = i;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0 && last[n->inputs[k]] < i)
+                last[n->inputs[k]] = i;
+    }
+    for (guint k = 0; k < mg->outputs->len; k++)
+        last[g_array_index(mg->outputs, int, k)] = n_nodes;
+    live *lv = g_new(live, pl->n_values + 1);
+    int nl = 0;
+    for (int v = 0; v < pl->n_values; v++) {
+        reel_ir_value *val = reel_ir_value_at(g, v);
+        view_of(val, &pl->t[v]);
+        if (val->constant)
+            pl->kind[v] = V_CONST;
+        else if (def[v] >= 0)
+            lv[nl++] = (live){ v, def[v], last[v], (pl->t[v].nbytes + ALIGN - 1) / ALIGN * ALIGN };
+    }
+    for (int i = 0; i < nl; i++)
+        pl->kind[lv[i].v] = V_ARENA;
+    for (guint k = 0; k < mg->inputs->len; k++) {
+        int vi = g_array_index(mg->inputs, int, k);
+        if (pl->kind[vi] != V_CONST) {
+            pl->kind[vi] = V_INPUT;
+            pl->input_of[vi] = (int)k;
+        }
+    }
+    pl->arena_bytes = place(lv, nl, pl->offset);
+    g_free(lv);
+    g_free(def);
+    g_free(last);
+    // Scratch: the most any node asks for (kernels see shapes, no data yet).
+    for (int i = 0; i < n_nodes; i++) {
+        if (pl->skip[i])
+            continue;
+        reel_ir_node *n = reel_ir_node_at(g, i);
+        const reel_op *op = reel_op_find(n->op);
+        if (!op->scratch)
+            continue;
+        reel_tensor **in = g_new0(reel_tensor *, n->n_inputs + 1), **out = g_new0(reel_tensor *, n->n_outputs + 1);
+        for (int k = 0; k < n->n_inputs; k++)
+            in[k] = n->inputs[k] >= 0 ? &pl->t[n->inputs[k]] : NULL;
+        for (int k = 0; k < n->n_outputs; k++)
+            out[k] = n->outputs[k] >= 0 ? &pl->t[n->outputs[k]] : NULL;
+        size_t need = op->scratch(n, in, out);
+        if (need > pl->scratch_bytes)
+            pl->scratch_bytes = need;
+        g_free(in);
+        g_free(out);
+    }
+    return pl;
+fail:
+    plan_free(pl);
+    return NULL;
+}
+
+// Never leaves *p NULL, so that empty tensors in the arena still have an
+// address (kernels may hand it to memcpy with a length of 0).
+static bool grow(void **p, size_t *cap, size_t need)
+{
+    need = MAX(need, ALIGN);
+    if (need <= *cap && *p)
+        return true;
+    free(*p);
+    *p = NULL;
+    *cap = 0;
+    if (posix_memalign(p, ALIGN, need))
+        return false;
+    *cap = need;
+    return true;
+}
+
+static int check_inputs(reel_session *s, reel_buffer *const *inputs, GError **error)
+{
+    const reel_model *m = s->m;
+    for (int k = 0; k < m->n_inputs; k++) {
+        const reel_model_io *io = &m->inputs[k];
+        const reel_buffer *b = inputs[k];
+        g_autoptr(GString) want = g_string_new("");
+        g_string_append_printf(want, "%s [", reel_dtype_name(io->dtype));
+        for (int i = 0; i < io->rank; i++) {
+            if (i)
+                g_string_append_c(want, ',');
+            if (io->dims[i] >= 0)
+                g_string_append_printf(want, "%" G_GINT64_FORMAT, io->dims[i]);
+            else
+                g_string_append(want, io->dim_names[i] ? io->dim_names[i] : "?");
+        }
+        g_string_append(want, "]");
+        bool bad = !b || !(b->format.media & REEL_MEDIA_TENSOR) || b->mem || b->format.dtype != io->dtype ||
+                   b->format.rank != io->rank;
+        for (int i = 0; !bad && i < io->rank; i++)
+            bad = b->format.shape[i] < 0 || (io->dims[i] >= 0 && b->format.shape[i] != io->dims[i]);
+        if (!bad) {
+            int64_t c = reel_tensor_count(b->format.rank, b->format.shape);
+            bad = c < 0 || b->size < (size_t)c * reel_dtype_size(io->dtype) || (c > 0 && !b->data);
+        }
+        if (bad) {
+            g_set_error(error, REEL_ERROR, REEL_EINVAL, "input %s: expected a host tensor %s", io->name, want->str);
+            return REEL_EINVAL;
+        }
+    }
+    return 0;
+}
+
+static char *plan_key(reel_session *s, reel_buffer *const *inputs)
+{
+    const reel_ir_graph *g = s->m->graph;
+    GString *k = g_string_new("");
+    for (int i = 0; i < s->m->n_inputs; i++) {
+        const reel_buffer *b = inputs[i];
+        for (int d = 0; d < b->format.rank; d++)
+            g_string_append_printf(k, "%" G_GINT64_FORMAT "x", b->format.shape[d]);
+        int vi = g_array_index(g->inputs, int, i);
+        if (shape_input(g, vi, b)) {
+            size_t nb = (size_t)reel_tensor_count(b->format.rank, b->format.shape) * reel_dtype_size(b->format.dtype);
+            g_string_append_c(k, '=');
+            for (size_t j = 0; j < nb; j++)
+                g_string_append_printf(k, "%02x", b->data[j]);
+        }
+        g_string_append_c(k, ';');
+    }
+    return g_string_free(k, FALSE);
+}
+
+int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **outputs, GError **error)
+{
+    if (!s || (!inputs && s->m->n_inputs) || !outputs) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "reel_session_run: missing session, inputs or outputs");
+        return REEL_EINVAL;
+    }
+    int rc = check_inputs(s, inputs, error);
+    if (rc)
+        return rc;
+    char *key = plan_key(s, inputs);
+    plan *pl = g_hash_table_lookup(s->plans, key);
+    if (!pl) {
+        pl = plan_build(s, inputs, error);
+        if (!pl) {
+            g_free(key);
+            return error && *error ? (*error)->code : REEL_EINVAL;
+        }
+        g_hash_table_insert(s->plans, key, pl);
+    } else {
+        g_free(key);
+    }
+    s->last = pl;
+    if (!grow(&s->arena, &s->arena_cap, pl->arena_bytes) || !grow(&s->scratch, &s->scratch_cap, pl->scratch_bytes)) {
+        g_set_error(error, REEL_ERROR, REEL_ENOMEM, "cannot allocate %zu bytes of activations", pl->arena_bytes);
+        return REEL_ENOMEM;
+    }
+    for (int v = 0; v < pl->n_values; v++) {
+        if (pl->kind[v] == V_ARENA)
+            pl->t[v].data = (char *)s->arena + pl->offset[v];
+        else if (pl->kind[v] == V_INPUT)
+            pl->t[v].data = inputs[pl->input_of[v]]->data;
+    }
+    reel_blas_set_threads(s->threads);
+    reel_exec_ctx ctx = {
+        .opset = pl->g.opset, .threads = s->threads, .scratch = s->scratch, .scratch_size = pl->scratch_bytes,
+    };
+    g_array_set_size(s->times, 0);
+    const reel_ir_graph *g = &pl->g;
+    for (guint i = 0; i < g->nodes->len; i++) {
+        if (pl->skip[i])
+            continue;
+        const reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        const reel_op *op = reel_op_find(n->op);
+        reel_tensor *in[n->n_inputs + 1], *out[n->n_outputs + 1];
+        for (int k = 0; k < n->n_inputs; k++)
+            in[k] = n->inputs[k] >= 0 ? &pl->t[n->inputs[k]] : NULL;
+        for (int k = 0; k < n->n_outputs; k++)
+            out[k] = n->outputs[k] >= 0 ? &pl->t[n->outputs[k]] : NULL;
+        gint64 t0 = s->profile ? g_get_monotonic_time() : 0;
+        rc = op->run(n, in, out, &ctx);
+        if (s->profile) {
+            reel_session_node_time nt = { n->name, n->op, (g_get_monotonic_time() - t0) * 1e-6 };
+            g_array_append_val(s->times, nt);
+        }
+        if (rc) {
+            g_set_error(error, REEL_ERROR, rc, "node %s (%s) failed: %s", n->name, n->op, reel_strerror(rc));
+            return rc;
+        }
+    }
+    for (guint k = 0; k < g->outputs->len; k++) {
+        const reel_tensor *t = &pl->t[g_array_index(g->outputs, int, k)];
+        reel_buffer *b = reel_buffer_new(t->nbytes);
+        if (!b) {
+            for (guint j = 0; j < k; j++)
+                reel_buffer_unref(&outputs[j]);
+            g_set_error(error, REEL_ERROR, REEL_ENOMEM, "cannot allocate output %u", k);
+            return REEL_ENOMEM;
+        }
+        if (t->nbytes)
+            memcpy(b->data, t->data, t->nbytes);
+        memset(&b->format, 0, sizeof b->format);
+        b->format.media = REEL_MEDIA_TENSOR;
+        b->format.memory = REEL_MEMORY_HOST;
+        b->format.dtype = t->dtype;
+        b->format.rank = t->rank;
+        memcpy(b->format.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+        outputs[k] = b;
+    }
+    return 0;
+}

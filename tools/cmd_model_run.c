@@ -1,0 +1,420 @@
+// reel model run / reel model bench: one inference on NumPy inputs, and
+// latency measurement with random inputs.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/cpu/blas.h"
+#include "models/session.h"
+#include "reel/error.h"
+#include "reel/model.h"
+#include "tools/cli.h"
+
+static const char run_usage[] =
+    "usage: reel model run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR\n"
+    "                      [--device cpu] [--threads N]\n";
+static const char bench_usage[] = "usage: reel model bench MODEL.onnx [--threads N] [--runs N] [--profile]\n";
+
+static const struct { reel_dtype dt; const char *descr; } npy_types[] = {
+    { REEL_DTYPE_FLOAT32, "<f4" }, { REEL_DTYPE_INT64, "<i8" },   { REEL_DTYPE_UINT8, "|u1" },
+    { REEL_DTYPE_INT32, "<i4" },   { REEL_DTYPE_FLOAT64, "<f8" }, { REEL_DTYPE_INT8, "|i1" },
+    { REEL_DTYPE_BOOL, "|b1" },    { REEL_DTYPE_FLOAT16, "<f2" }, { REEL_DTYPE_INT16, "<i2" },
+    { REEL_DTYPE_UINT16, "<u2" },
+};
+
+static reel_buffer *tensor_buffer(reel_dtype dt, int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    reel_buffer *b = reel_buffer_new((size_t)n * reel_dtype_size(dt));
+    if (!b)
+        return NULL;
+    memset(&b->format, 0, sizeof b->format);
+    b->format.media = REEL_MEDIA_TENSOR;
+    b->format.memory = REEL_MEMORY_HOST;
+    b->format.dtype = dt;
+    b->format.rank = rank;
+    memcpy(b->format.shape, shape, sizeof(int64_t) * (size_t)rank);
+    return b;
+}
+
+// NumPy .npy, versions 1 to 3, C order, float32/int64/uint8 (and the other
+// dtypes reel has).
+static reel_buffer *npy_read(const char *path, GError **error)
+{
+    gchar *data = NULL;
+    gsize len = 0;
+    reel_buffer *b = NULL;
+    char *h = NULL;
+    if (!g_file_get_contents(path, &data, &len, error))
+        return NULL;
+    if (len < 10 || memcmp(data, "\x93NUMPY", 6) != 0) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: not a .npy file", path);
+        goto done;
+    }
+    int major = (unsigned char)data[6];
+    size_t hlen, off;
+    if (major == 1) {
+        hlen = (unsigned char)data[8] | (size_t)(unsigned char)data[9] << 8;
+        off = 10;
+    } else if ((major == 2 || major == 3) && len >= 12) {
+        hlen = (unsigned char)data[8] | (size_t)(unsigned char)data[9] << 8 | (size_t)(unsigned char)data[10] << 16 |
+               (size_t)(unsigned char)data[11] << 24;
+        off = 12;
+    } else {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: .npy version %d is not supported", path, major);
+        goto done;
+    }
+    if (off + hlen > len) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: truncated header", path);
+        goto done;
+    }
+    h = g_strndup(data + off, hlen);
+    const char *d = strstr(h, "'descr'"), *f = strstr(h, "'fortran_order'"), *s = strstr(h, "'shape'");
+    reel_dtype dt = REEL_DTYPE_NONE;
+    for (size_t i = 0; d && i < G_N_ELEMENTS(npy_types); i++)
+        if (strstr(d, npy_types[i].descr) == strchr(d + 7, '\'') + 1)
+            dt = npy_types[i].dt;
+    if (!d || dt == REEL_DTYPE_NONE) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: dtype not supported (header %s)", path, h);
+        goto done;
+    }
+    if (!f || !strstr(f, "False")) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: Fortran order is not supported", path);
+        goto done;
+    }
+    const char *p = s ? strchr(s, '(') : NULL;
+    int64_t shape[REEL_TENSOR_MAX_RANK];
+    int rank = 0;
+    if (!p) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: no shape in header", path);
+        goto done;
+    }
+    for (p++; *p && *p != ')';) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p) {
+            p++;
+            continue;
+        }
+        if (errno || v < 0 || rank == REEL_TENSOR_MAX_RANK) {
+            g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: bad shape", path);
+            goto done;
+        }
+        shape[rank++] = v;
+        p = end;
+    }
+    b = tensor_buffer(dt, rank, shape);
+    size_t need = b ? b->size : 0;
+    if (!b || off + hlen + need > len) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: data shorter than its shape", path);
+        reel_buffer_unref(&b);
+        goto done;
+    }
+    if (need)
+        memcpy(b->data, data + off + hlen, need);
+done:
+    g_free(h);
+    g_free(data);
+    return b;
+}
+
+static int npy_write(const char *path, const reel_buffer *b, GError **error)
+{
+    const char *descr = NULL;
+    for (size_t i = 0; i < G_N_ELEMENTS(npy_types); i++)
+        if (npy_types[i].dt == b->format.dtype)
+            descr = npy_types[i].descr;
+    if (!descr) {
+        g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s: dtype %s has no .npy form", path,
+                    reel_dtype_name(b->format.dtype));
+        return REEL_EUNSUPPORTED;
+    }
+    GString *h = g_string_new("");
+    g_string_append_printf(h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int i = 0; i < b->format.rank; i++)
+        g_string_append_printf(h, "%" PRId64 "%s", b->format.shape[i], b->format.rank == 1 ? "," : i + 1 < b->format.rank ? ", " : "");
+    g_string_append(h, "), }");
+    while ((10 + h->len + 1) % 64)
+        g_string_append_c(h, ' ');
+    g_string_append_c(h, '\n');
+    FILE *f = fopen(path, "wb");
+    int rc = 0;
+    if (!f) {
+        g_set_error(error, REEL_ERROR, REEL_EIO, "%s: %s", path, g_strerror(errno));
+        g_string_free(h, TRUE);
+        return REEL_EIO;
+    }
+    unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(h->len & 0xff),
+                              (unsigned char)(h->len >> 8) };
+    if (fwrite(pre, 1, 10, f) != 10 || fwrite(h->str, 1, h->len, f) != h->len ||
+        (b->size && fwrite(b->data, 1, b->size, f) != b->size))
+        rc = REEL_EIO;
+    if (fclose(f) || rc) {
+        g_set_error(error, REEL_ERROR, REEL_EIO, "%s: write failed", path);
+        rc = REEL_EIO;
+    }
+    g_string_free(h, TRUE);
+    return rc;
+}
+
+static bool parse_int(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < 0 || v > 100000)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+int cmd_model_run(int argc, char **argv)
+{
+    const char *model_path = NULL, *out_dir = NULL;
+    int threads = 0, rc = EXIT_RUNTIME;
+    GPtrArray *specs = g_ptr_array_new();
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(run_usage, stdout);
+            g_ptr_array_free(specs, TRUE);
+            return EXIT_OK;
+        } else if (strcmp(a, "--input") == 0 && i + 1 < argc) {
+            g_ptr_array_add(specs, argv[++i]);
+        } else if (strcmp(a, "--output-dir") == 0 && i + 1 < argc) {
+            out_dir = argv[++i];
+        } else if (strcmp(a, "--threads") == 0 && i + 1 < argc && parse_int(argv[i + 1], &threads)) {
+            i++;
+        } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
+            const char *d = argv[++i];
+            if (strcmp(d, "cpu") && strcmp(d, "auto")) {
+                fprintf(stderr, "reel: model run: device %s: only the CPU runs models so far\n", d);
+                g_ptr_array_free(specs, TRUE);
+                return EXIT_USAGE;
+            }
+        } else if (a[0] != '-' && !model_path) {
+            model_path = a;
+        } else {
+            fputs(run_usage, stderr);
+            g_ptr_array_free(specs, TRUE);
+            return EXIT_USAGE;
+        }
+    }
+    if (!model_path || !out_dir) {
+        fputs(run_usage, stderr);
+        g_ptr_array_free(specs, TRUE);
+        return EXIT_USAGE;
+    }
+    GError *error = NULL;
+    reel_model *m = reel_model_load(model_path, &error);
+    reel_session *s = NULL;
+    int n_in = m ? reel_model_n_inputs(m) : 0, n_out = m ? reel_model_n_outputs(m) : 0;
+    reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
+    if (!m)
+        goto fail;
+    for (guint k = 0; k < specs->len; k++) {
+        const char *spec = specs->pdata[k], *eq = strchr(spec, '=');
+        int idx = -1;
+        for (int i = 0; eq && i < n_in; i++)
+            if (strlen(reel_model_input(m, i)->name) == (size_t)(eq - spec) &&
+                strncmp(reel_model_input(m, i)->name, spec, (size_t)(eq - spec)) == 0)
+                idx = i;
+        if (idx < 0) {
+            g_set_error(&error, REEL_ERROR, REEL_EINVAL, "--input %s: the model has no input of that name", spec);
+            goto fail;
+        }
+        reel_buffer_unref(&in[idx]);
+        if (!(in[idx] = npy_read(eq + 1, &error)))
+            goto fail;
+    }
+    for (int i = 0; i < n_in; i++)
+        if (!in[i]) {
+            g_set_error(&error, REEL_ERROR, REEL_EINVAL, "no --input for model input %s", reel_model_input(m, i)->name);
+            goto fail;
+        }
+    if (!(s = reel_session_new(m, reel_session_params(.threads = threads), &error)))
+        goto fail;
+    if (reel_session_run(s, in, out, &error))
+        goto fail;
+    if (g_mkdir_with_parents(out_dir, 0755)) {
+        g_set_error(&error, REEL_ERROR, REEL_EIO, "%s: %s", out_dir, g_strerror(errno));
+        goto fail;
+    }
+    for (int i = 0; i < n_out; i++) {
+        char *name = g_strdup(reel_model_output(m, i)->name);
+        g_strdelimit(name, ":/", '_');
+        char *file = g_strdup_printf("%s.npy", name);
+        char *path = g_build_filename(out_dir, file, NULL);
+        int r = npy_write(path, out[i], &error);
+        g_free(name);
+        g_free(file);
+        g_free(path);
+        if (r)
+            goto fail;
+    }
+    rc = EXIT_OK;
+fail:
+    if (error) {
+        fprintf(stderr, "reel: model run: %s\n", error->message);
+        g_error_free(error);
+    }
+    for (int i = 0; i < n_in; i++)
+        reel_buffer_unref(&in[i]);
+    for (int i = 0; i < n_out; i++)
+        reel_buffer_unref(&out[i]);
+    g_free(in);
+    g_free(out);
+    reel_session_destroy(&s);
+    reel_model_unref(&m);
+    g_ptr_array_free(specs, TRUE);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct op_time {
+    const char *op;
+    double seconds;
+    int nodes;
+} op_time;
+
+static int by_time(const void *a, const void *b)
+{
+    return cmp_double(&((const op_time *)b)->seconds, &((const op_time *)a)->seconds);
+}
+
+int cmd_model_bench(int argc, char **argv)
+{
+    const char *model_path = NULL;
+    int threads = 0, runs = 20;
+    bool profile = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(bench_usage, stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "--threads") == 0 && i + 1 < argc && parse_int(argv[i + 1], &threads)) {
+            i++;
+        } else if (strcmp(a, "--runs") == 0 && i + 1 < argc && parse_int(argv[i + 1], &runs) && runs > 0) {
+            i++;
+        } else if (strcmp(a, "--profile") == 0) {
+            profile = true;
+        } else if (a[0] != '-' && !model_path) {
+            model_path = a;
+        } else {
+            fputs(bench_usage, stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!model_path) {
+        fputs(bench_usage, stderr);
+        return EXIT_USAGE;
+    }
+    GError *error = NULL;
+    int rc = EXIT_RUNTIME;
+    reel_model *m = reel_model_load(model_path, &error);
+    reel_session *s = NULL;
+    int n_in = m ? reel_model_n_inputs(m) : 0, n_out = m ? reel_model_n_outputs(m) : 0;
+    reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
+    double *lat = g_new0(double, runs);
+    GHashTable *ops = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    if (!m)
+        goto fail;
+    // Random inputs at the declared shapes, symbolic dims as 1.
+    GRand *rand = g_rand_new_with_seed(1);
+    for (int i = 0; i < n_in; i++) {
+        const reel_model_io *io = reel_model_input(m, i);
+        int64_t shape[REEL_TENSOR_MAX_RANK];
+        for (int d = 0; d < io->rank; d++)
+            shape[d] = io->dims[d] >= 0 ? io->dims[d] : 1;
+        in[i] = tensor_buffer(io->dtype, io->rank, shape);
+        if (!in[i]) {
+            g_set_error(&error, REEL_ERROR, REEL_ENOMEM, "input %s too large", io->name);
+            g_rand_free(rand);
+            goto fail;
+        }
+        if (io->dtype == REEL_DTYPE_FLOAT32)
+            for (size_t k = 0; k < in[i]->size / 4; k++)
+                ((float *)in[i]->data)[k] = (float)g_rand_double_range(rand, -1, 1);
+        else if (io->dtype == REEL_DTYPE_UINT8)
+            for (size_t k = 0; k < in[i]->size; k++)
+                in[i]->data[k] = (uint8_t)g_rand_int_range(rand, 0, 256);
+    }
+    g_rand_free(rand);
+    if (!(s = reel_session_new(m, reel_session_params(.threads = threads), &error)))
+        goto fail;
+    reel_session_set_profile(s, profile);
+    for (int r = -1; r < runs; r++) { // run -1 plans and warms up
+        gint64 t0 = g_get_monotonic_time();
+        if (reel_session_run(s, in, out, &error))
+            goto fail;
+        if (r >= 0)
+            lat[r] = (g_get_monotonic_time() - t0) * 1e-3;
+        for (int i = 0; i < n_out; i++)
+            reel_buffer_unref(&out[i]);
+        if (profile && r >= 0) {
+            int nt;
+            const reel_session_node_time *t = reel_session_node_times(s, &nt);
+            for (int k = 0; k < nt; k++) {
+                op_time *o = g_hash_table_lookup(ops, t[k].op);
+                if (!o) {
+                    o = g_new0(op_time, 1);
+                    o->op = t[k].op;
+                    g_hash_table_insert(ops, (char *)t[k].op, o);
+                }
+                o->seconds += t[k].seconds;
+                if (r == 0)
+                    o->nodes++;
+            }
+        }
+    }
+    qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
+    printf("%s: %d runs, %d threads, BLAS %s\n", model_path, runs,
+           threads ? threads : (int)g_get_num_processors(), reel_blas_corename());
+    if (reel_blas_setup_note())
+        printf("  (%s)\n", reel_blas_setup_note());
+    printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, arena %.1f MiB\n", lat[runs / 2],
+           lat[(int)(0.9 * (runs - 1) + 0.5)], lat[0], reel_session_arena_bytes(s) / 1048576.0);
+    if (profile) {
+        guint n = 0;
+        GList *vals = g_hash_table_get_values(ops);
+        op_time *arr = g_new(op_time, g_hash_table_size(ops) + 1);
+        double total = 0;
+        for (GList *l = vals; l; l = l->next) {
+            arr[n++] = *(op_time *)l->data;
+            total += ((op_time *)l->data)->seconds;
+        }
+        g_list_free(vals);
+        qsort(arr, n, sizeof *arr, by_time);
+        printf("  %-22s %6s %12s %7s\n", "op", "nodes", "ms/run", "share");
+        for (guint k = 0; k < n; k++)
+            printf("  %-22s %6d %12.3f %6.1f%%\n", arr[k].op, arr[k].nodes, arr[k].seconds * 1e3 / runs,
+                   total > 0 ? 100 * arr[k].seconds / total : 0);
+        g_free(arr);
+    }
+    rc = EXIT_OK;
+fail:
+    if (error) {
+        fprintf(stderr, "reel: model bench: %s\n", error->message);
+        g_error_free(error);
+    }
+    for (int i = 0; i < n_in; i++)
+        reel_buffer_unref(&in[i]);
+    for (int i = 0; i < n_out; i++)
+        reel_buffer_unref(&out[i]);
+    g_free(in);
+    g_free(out);
+    g_free(lat);
+    g_hash_table_destroy(ops);
+    reel_session_destroy(&s);
+    reel_model_unref(&m);
+    return rc;
+}
