@@ -70,6 +70,10 @@ typedef struct reel_ir_node {
     int n_outputs;
     reel_ir_attr *attrs;
     int n_attrs;
+    // Conv only: a fourth input (inputs[3], n_inputs == 4) is a residual a
+    // pass folded in from a following Add: same shape as the output, added
+    // after bias and before the fused activation, y = act(conv(x) + b + r).
+    // inputs[2] is -1 when such a Conv has no bias.
     // Fused activation a pass folded into this node (Conv): "Relu", "Clip",
     // "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", or NULL; with its
     // parameters (Clip min/max, HardSigmoid alpha/beta).

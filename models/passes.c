@@ -1,5 +1,5 @@
-// Graph passes: inference with constant folding, Conv+BN folding, activation
-// fusion into Conv, dead-node removal.
+// Graph passes: inference with constant folding, Conv+BN folding, residual
+// Add and activation fusion into Conv, dead-node removal.
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -294,6 +294,59 @@ int reel_pass_fold_conv_bn(reel_ir_graph *g)
     return folds;
 }
 
+static bool same_static_shape(const reel_ir_value *a, const reel_ir_value *b)
+{
+    if (!value_static(a) || !value_static(b) || a->rank != b->rank || a->dtype != b->dtype)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+int reel_pass_fuse_residual(reel_ir_graph *g)
+{
+    int fusions = 0;
+    for (guint i = 0; i < g->nodes->len; i++) {
+        reel_ir_node *conv = reel_ir_node_at(g, (int)i);
+        if (conv->dead || strcmp(conv->op, "Conv") != 0 || conv->fused || conv->n_inputs < 2 || conv->n_inputs > 3
+            || conv->n_outputs != 1)
+            continue;
+        int y = conv->outputs[0];
+        const reel_ir_value *yv = reel_ir_value_at(g, y);
+        reel_ir_node *add;
+        if (!yv || yv->dtype != REEL_DTYPE_FLOAT32 || is_graph_output(g, y) || consumers(g, y, &add, 1) != 1)
+            continue;
+        if (strcmp(add->op, "Add") != 0 || add->n_inputs != 2 || add->n_outputs != 1 || add->outputs[0] < 0)
+            continue;
+        int r = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
+        const reel_ir_value *rv = reel_ir_value_at(g, r);
+        // Broadcasting Adds (a bias of shape [C,1,1]) stay Adds.
+        if (r < 0 || r == y || !same_static_shape(rv, yv)
+            || !same_static_shape(reel_ir_value_at(g, add->outputs[0]), yv))
+            continue;
+        int add_index = -1;
+        for (guint j = i + 1; j < g->nodes->len && add_index < 0; j++)
+            if (reel_ir_node_at(g, (int)j) == add)
+                add_index = (int)j;
+        if (add_index < 0)
+            continue;
+        int bias = conv->n_inputs > 2 ? conv->inputs[2] : -1;
+        conv->inputs = g_renew(int, conv->inputs, 4);
+        conv->inputs[2] = bias;
+        conv->inputs[3] = r;
+        conv->n_inputs = 4;
+        // The Conv's inputs are all computed before it, the residual before
+        // the Add: the Add's slot suits both. The Add (now dead) takes the
+        // Conv's old slot; the loop meets the Conv again there, harmlessly.
+        g->nodes->pdata[i] = add;
+        g->nodes->pdata[add_index] = conv;
+        take_output(g, conv, add_index, add);
+        fusions++;
+    }
+    return fusions;
+}
+
 static bool single_output(const reel_ir_node *n)
 {
     return n->n_outputs >= 1 && n->outputs[0] >= 0;
@@ -437,6 +490,7 @@ int reel_passes_run(reel_ir_graph *g, GHashTable *unsupported, GError **error)
     if (rc)
         return rc;
     reel_pass_fold_conv_bn(g);
+    reel_pass_fuse_residual(g);
     reel_pass_fuse_activations(g);
     reel_pass_remove_dead(g);
     reel_pass_compact(g);

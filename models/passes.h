@@ -22,6 +22,14 @@ int reel_pass_infer_fold(reel_ir_graph *g, GHashTable *unsupported, GError **err
 // weights and bias. Returns the number of folds.
 int reel_pass_fold_conv_bn(reel_ir_graph *g);
 
+// Conv -> Add(other) with the Conv output used only by the Add, the other
+// operand of the same static shape and no activation fused yet: the other
+// operand becomes the Conv's residual input (inputs[3], see ir.h) and the
+// Conv moves to the Add's place in the node order (so the residual is
+// computed before it). Run before reel_pass_fuse_activations, which then
+// folds a Relu after the Add. Returns the number of fusions.
+int reel_pass_fuse_residual(reel_ir_graph *g);
+
 // Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Sigmoid·Mul (SiLU) and
 // HardSigmoid·Mul (HardSwish) after a Conv recorded in the Conv's
 // fused/fused_a/fused_b. Returns the number of fusions.

@@ -2,9 +2,9 @@
 // with concrete dims, shape-only work folded, one arena with lifetimes and
 // reuse); a run walks the nodes over views into the arena.
 //
-// Threads: OpenBLAS's pool is the only one. Each run sets OpenBLAS to the
-// session's thread count; reel's own loops run single-threaded, so the two
-// never oversubscribe the cores.
+// Threads: a session with more than one thread owns a reel_pool that
+// kernels split their work over (nn_parallel); each run sets OpenBLAS to one
+// thread, so OpenBLAS's pool and reel's never run at once.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +37,7 @@ struct reel_session {
     int threads;
     GHashTable *plans;        // key -> plan *
     plan *last;
+    reel_pool *pool;          // NULL for one thread; made at the first run
     void *arena, *scratch;
     size_t arena_cap, scratch_cap;
     bool profile;
@@ -89,6 +90,7 @@ void reel_session_destroy(reel_session **ps)
     if (!s)
         return;
     g_hash_table_destroy(s->plans);
+    reel_pool_destroy(&s->pool);
     free(s->arena);
     free(s->scratch);
     g_array_free(s->times, TRUE);
@@ -482,9 +484,12 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
         else if (pl->kind[v] == V_INPUT)
             pl->t[v].data = inputs[pl->input_of[v]]->data;
     }
-    reel_blas_set_threads(s->threads);
+    if (s->threads > 1 && !s->pool)
+        s->pool = reel_pool_create(s->threads);
+    reel_blas_set_threads(1);
     reel_exec_ctx ctx = {
-        .opset = pl->g.opset, .threads = s->threads, .scratch = s->scratch, .scratch_size = pl->scratch_bytes,
+        .opset = pl->g.opset, .threads = s->pool ? s->threads : 1, .pool = s->pool, .scratch = s->scratch,
+        .scratch_size = pl->scratch_bytes,
     };
     g_array_set_size(s->times, 0);
     const reel_ir_graph *g = &pl->g;

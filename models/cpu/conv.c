@@ -1,8 +1,11 @@
 // Conv and ConvTranspose, 1 to 3 spatial dims. Conv: pointwise (1x1, stride
-// 1, no pads) is one GEMM per image and group; depthwise (one input channel
-// per group, 1-D/2-D) has its own direct kernel; everything else is im2col +
-// sgemm. Bias and the fused activation are applied per output channel right
-// after its rows are computed, while they are in cache.
+// 1, no pads) is GEMM; depthwise (one input channel per group, 1-D/2-D) has
+// its own direct kernel; everything else is im2col + sgemm. Work is split in
+// tiles of output columns (pointwise, im2col: each tile's im2col, GEMM and
+// epilogue run back to back while the tile is in cache) or of channels
+// (depthwise, weight-heavy GEMMs), spread over the session's threads. The
+// epilogue adds bias and the residual (ir.h) and applies the fused
+// activation in one pass over each tile.
 #include "models/cpu/nn.h"
 
 extern const reel_op nn_op_gemm, nn_op_matmul, nn_op_batchnorm, nn_op_maxpool, nn_op_averagepool,
@@ -98,6 +101,9 @@ static int conv_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
         NN_FAIL(error, REEL_EINVAL, n, "X and W must both have rank 3 to 5 (have %d and %d)", x->rank, w->rank);
     if (b && b->rank != 1 && b->rank >= 0)
         NN_FAIL(error, REEL_EINVAL, n, "bias must have rank 1");
+    reel_ir_value *res = reel_op_input(g, n, 3);
+    if (n->n_inputs > 4 || (res && res->dtype != REEL_DTYPE_FLOAT32))
+        NN_FAIL(error, REEL_EINVAL, n, "at most a float32 residual after X, W and B");
     int64_t xd[5], wd[5];
     for (int i = 0; i < rank; i++) {
         xd[i] = x->rank >= 0 ? x->dims[i] : REEL_DIM_UNKNOWN;
@@ -112,6 +118,13 @@ static int conv_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     int64_t od[5] = { c.N, c.M };
     for (int i = 0; i < rank - 2; i++)
         od[2 + i] = c.w.out[3 - (rank - 2) + i];
+    if (res && res->rank >= 0) {
+        bool same = res->rank == rank;
+        for (int i = 0; i < rank && same; i++)
+            same = res->dims[i] < 0 || od[i] < 0 || res->dims[i] == od[i];
+        if (!same)
+            NN_FAIL(error, REEL_EINVAL, n, "the residual's shape differs from the output's");
+    }
     nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, rank, od);
     return 0;
 }
@@ -140,11 +153,12 @@ static size_t conv_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_t
     return (size_t)(c.K * c.P) * sizeof(float);
 }
 
-// col[K, P] from one group's input x[Cg, D, H, W].
-static void im2col(const float *x, float *col, const conv_geom *c)
+// col[K, (r1-r0)*OW] from one group's input x[Cg, D, H, W], for the output
+// rows r0 <= od*OH + oh < r1.
+static void im2col(const float *x, float *col, const conv_geom *c, int64_t r0, int64_t r1)
 {
     const nn_window *w = &c->w;
-    int64_t D = w->in[0], H = w->in[1], W = w->in[2], OD = w->out[0], OH = w->out[1], OW = w->out[2];
+    int64_t D = w->in[0], H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2];
     float *dst = col;
     for (int64_t ch = 0; ch < c->Cg; ch++)
         for (int64_t a = 0; a < w->k[0]; a++)
@@ -152,27 +166,89 @@ static void im2col(const float *x, float *col, const conv_geom *c)
                 for (int64_t e = 0; e < w->k[2]; e++) {
                     int64_t off = e * w->d[2] - w->pb[2], lo, hi;
                     col_range(W, OW, w->s[2], off, &lo, &hi);
-                    for (int64_t od = 0; od < OD; od++) {
+                    for (int64_t r = r0; r < r1; r++, dst += OW) {
+                        int64_t od = r / OH, oh = r % OH;
                         int64_t id = od * w->s[0] - w->pb[0] + a * w->d[0];
-                        for (int64_t oh = 0; oh < OH; oh++, dst += OW) {
-                            int64_t ih = oh * w->s[1] - w->pb[1] + b * w->d[1];
-                            if (id < 0 || id >= D || ih < 0 || ih >= H) {
-                                memset(dst, 0, (size_t)OW * sizeof(float));
-                                continue;
-                            }
-                            const float *xr = x + ((ch * D + id) * H + ih) * W + off;
-                            for (int64_t ow = 0; ow < lo; ow++)
-                                dst[ow] = 0;
-                            if (w->s[2] == 1)
-                                memcpy(dst + lo, xr + lo, (size_t)(hi - lo) * sizeof(float));
-                            else
-                                for (int64_t ow = lo; ow < hi; ow++)
-                                    dst[ow] = xr[ow * w->s[2]];
-                            for (int64_t ow = hi; ow < OW; ow++)
-                                dst[ow] = 0;
+                        int64_t ih = oh * w->s[1] - w->pb[1] + b * w->d[1];
+                        if (id < 0 || id >= D || ih < 0 || ih >= H) {
+                            memset(dst, 0, (size_t)OW * sizeof(float));
+                            continue;
                         }
+                        const float *xr = x + ((ch * D + id) * H + ih) * W + off;
+                        for (int64_t ow = 0; ow < lo; ow++)
+                            dst[ow] = 0;
+                        if (w->s[2] == 1)
+                            memcpy(dst + lo, xr + lo, (size_t)(hi - lo) * sizeof(float));
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++)
+                                dst[ow] = xr[ow * w->s[2]];
+                        for (int64_t ow = hi; ow < OW; ow++)
+                            dst[ow] = 0;
                     }
                 }
+}
+
+// ---- Epilogue: y = act(y + bias + residual), one pass.
+
+enum { ACT_NONE, ACT_RELU, ACT_CLIP, ACT_OTHER };
+
+typedef struct conv_epi {
+    const reel_ir_node *n;
+    int act;
+    float lo, hi; // Clip
+} conv_epi;
+
+static void epi_init(const reel_ir_node *n, conv_epi *e)
+{
+    e->n = n;
+    e->act = !n->fused ? ACT_NONE : strcmp(n->fused, "Relu") == 0 ? ACT_RELU
+        : strcmp(n->fused, "Clip") == 0 ? ACT_CLIP : ACT_OTHER;
+    e->lo = n->fused_a;
+    e->hi = n->fused_b;
+}
+
+// One row r[0..len) with its bias and (NULL: none) residual row.
+static void epi_row(const conv_epi *e, float bias, const float *restrict res, float *restrict r, int64_t len)
+{
+    float lo = e->lo, hi = e->hi;
+    switch (e->act) {
+    case ACT_RELU:
+        if (res)
+            for (int64_t i = 0; i < len; i++) {
+                float v = r[i] + bias + res[i];
+                r[i] = v > 0 ? v : 0;
+            }
+        else
+            for (int64_t i = 0; i < len; i++) {
+                float v = r[i] + bias;
+                r[i] = v > 0 ? v : 0;
+            }
+        return;
+    case ACT_CLIP:
+        for (int64_t i = 0; i < len; i++) {
+            float v = r[i] + bias + (res ? res[i] : 0);
+            r[i] = v < lo ? lo : v > hi ? hi : v;
+        }
+        return;
+    default:
+        if (res)
+            for (int64_t i = 0; i < len; i++)
+                r[i] += bias + res[i];
+        else if (bias != 0)
+            for (int64_t i = 0; i < len; i++)
+                r[i] += bias;
+        if (e->act == ACT_OTHER)
+            nn_activate(e->n, r, (size_t)len);
+    }
+}
+
+// rows x len block of y (row stride ld), bias[0..rows) (may be NULL),
+// residual with y's layout (may be NULL).
+static void epi_block(const conv_epi *e, const float *bias, const float *res, float *y, int64_t rows, int64_t len,
+                      int64_t ld)
+{
+    for (int64_t m = 0; m < rows; m++)
+        epi_row(e, bias ? bias[m] : 0, res ? res + m * ld : NULL, y + m * ld, len);
 }
 
 // One output channel of a depthwise conv: y[OH, OW] from x[H, W] and the
@@ -195,7 +271,8 @@ static void im2col(const float *x, float *col, const conv_geom *c)
 DW_INTERIOR(3)
 DW_INTERIOR(5)
 
-static void depthwise(const float *x, const float *wt, float *y, const nn_window *w, float bias, const float *zero)
+static void depthwise(const float *x, const float *wt, float *y, const nn_window *w, float bias, const float *zero,
+                      const conv_epi *e, const float *res)
 {
     int64_t H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2];
     int64_t kh = w->k[1], kw = w->k[2], sh = w->s[1], sw = w->s[2], dh = w->d[1], dw = w->d[2];
@@ -243,7 +320,132 @@ static void depthwise(const float *x, const float *wt, float *y, const nn_window
             }
             yr[ow] = acc;
         }
+        // Bias is in; residual and activation while the row is in cache.
+        epi_row(e, 0, res ? res + oh * OW : NULL, yr, OW);
     }
+}
+
+// Columns per GEMM tile: the tile's im2col panel (K rows) and output (M
+// rows) stay in L2 (~256 KiB of floats).
+#define TILE_FLOATS (64 * 1024)
+
+enum { CONV_PW, CONV_DW, CONV_COL, CONV_COL_M };
+
+typedef struct conv_job {
+    const conv_geom *c;
+    conv_epi e;
+    int kind;
+    const float *X, *Wt, *bias, *R, *zero;
+    float *Y, *scratch;
+    int64_t tiles;      // tasks per (image, group)
+    int64_t per_tile;   // PW: columns; COL: output rows; COL_M: output channels; DW: groups per task
+} conv_job;
+
+static void conv_task(void *arg, int task, int worker)
+{
+    const conv_job *j = arg;
+    const conv_geom *c = j->c;
+    if (j->kind == CONV_DW) {
+        // Tasks over (image, run of groups); each group one input channel.
+        int64_t groups = (c->G + j->per_tile - 1) / j->per_tile;
+        int64_t b = task / groups, g0 = task % groups * j->per_tile, g1 = MIN(c->G, g0 + j->per_tile);
+        for (int64_t g = g0; g < g1; g++) {
+            const float *x = j->X + (b * c->C + g) * c->Pin;
+            for (int64_t m = g * c->Mg; m < (g + 1) * c->Mg; m++) {
+                int64_t o = (b * c->M + m) * c->P;
+                depthwise(x, j->Wt + m * c->K, j->Y + o, &c->w, j->bias ? j->bias[m] : 0, j->zero, &j->e,
+                          j->R ? j->R + o : NULL);
+            }
+        }
+        return;
+    }
+    int64_t bg = task / j->tiles, t = task % j->tiles, b = bg / c->G, g = bg % c->G;
+    const float *x = j->X + (b * c->C + g * c->Cg) * c->Pin;
+    const float *w = j->Wt + g * c->Mg * c->K;
+    int64_t o = (b * c->M + g * c->Mg) * c->P;
+    float *y = j->Y + o;
+    const float *res = j->R ? j->R + o : NULL, *bias = j->bias ? j->bias + g * c->Mg : NULL;
+    if (j->kind == CONV_COL_M) {
+        // im2col of the whole image done; this task: a run of output channels.
+        int64_t m0 = t * j->per_tile, mn = MIN(c->Mg, m0 + j->per_tile) - m0;
+        nn_sgemm(false, false, (int)mn, (int)c->P, (int)c->K, 1, w + m0 * c->K, (int)c->K, j->scratch, (int)c->P, 0,
+                 y + m0 * c->P, (int)c->P);
+        epi_block(&j->e, bias ? bias + m0 : NULL, res ? res + m0 * c->P : NULL, y + m0 * c->P, mn, c->P, c->P);
+        return;
+    }
+    int64_t p0, pn;
+    const float *B;
+    int ldb;
+    if (j->kind == CONV_PW) {
+        p0 = t * j->per_tile;
+        pn = MIN(c->P, p0 + j->per_tile) - p0;
+        B = x + p0;
+        ldb = (int)c->P;
+    } else {
+        int64_t rows = c->w.out[0] * c->w.out[1], OW = c->w.out[2];
+        int64_t r0 = t * j->per_tile, r1 = MIN(rows, r0 + j->per_tile);
+        p0 = r0 * OW;
+        pn = (r1 - r0) * OW;
+        // Each worker its own slice of the scratch (conv_plan keeps
+        // threads x slice within K x P).
+        float *col = j->scratch + (size_t)worker * (size_t)(c->K * j->per_tile * OW);
+        im2col(x, col, c, r0, r1);
+        B = col;
+        ldb = (int)pn;
+    }
+    nn_sgemm(false, false, (int)c->Mg, (int)pn, (int)c->K, 1, w, (int)c->K, B, ldb, 0, y + p0, (int)c->P);
+    epi_block(&j->e, bias, res ? res + p0 : NULL, y + p0, c->Mg, pn, c->P);
+}
+
+static void im2col_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const conv_job *j = arg;
+    const conv_geom *c = j->c;
+    // Task: one input channel of the (single) image and group being prepared.
+    conv_geom one = *c;
+    one.Cg = 1;
+    int64_t kk = c->K / c->Cg;
+    im2col(j->X + task * c->Pin, j->scratch + task * kk * c->P, &one, 0, c->w.out[0] * c->w.out[1]);
+}
+
+// How a Conv splits: kind and tiles for these shapes and `threads`.
+static void conv_plan(const conv_geom *c, int threads, conv_job *j)
+{
+    int64_t rows = c->w.out[0] * c->w.out[1], OW = c->w.out[2];
+    if (conv_depthwise(c)) {
+        j->kind = CONV_DW;
+        // About 4 tasks per thread, so a slow thread does not hold the rest.
+        j->per_tile = MAX(1, c->G / (4 * threads));
+        j->tiles = 1;
+        return;
+    }
+    bool pw = conv_pointwise(c);
+    int64_t cols = MAX(64, TILE_FLOATS / MAX(c->K, c->Mg));
+    if (threads > 1)
+        cols = MIN(cols, (c->P + threads - 1) / threads);
+    if (pw) {
+        j->kind = CONV_PW;
+        cols = (cols + 15) / 16 * 16;
+        j->per_tile = MIN(cols, c->P);
+        j->tiles = (c->P + j->per_tile - 1) / j->per_tile;
+        return;
+    }
+    // Weights bigger than the image's columns (late, small layers): split
+    // the output channels so each thread reads only its part of them.
+    if (threads > 1 && c->Mg * c->K > c->K * c->P && c->Mg >= 2 * threads && c->N * c->G == 1) {
+        j->kind = CONV_COL_M;
+        j->per_tile = (c->Mg + threads - 1) / threads;
+        j->tiles = (c->Mg + j->per_tile - 1) / j->per_tile;
+        return;
+    }
+    j->kind = CONV_COL;
+    j->per_tile = MAX(1, cols / OW);
+    if (threads > 1 && threads * j->per_tile > rows)
+        j->per_tile = MAX(1, rows / threads);
+    if (threads * j->per_tile > rows) // one worker can have the whole scratch
+        j->per_tile = rows;
+    j->tiles = (rows + j->per_tile - 1) / j->per_tile;
 }
 
 static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
@@ -251,37 +453,40 @@ static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
     conv_geom c;
     if (conv_geom_init(n, in[0]->rank, in[0]->shape, in[1]->shape, &c, NULL))
         return REEL_EINVAL;
-    const float *X = in[0]->data, *Wt = in[1]->data;
-    const reel_tensor *B = n->n_inputs > 2 ? in[2] : NULL;
-    float *Y = out[0]->data;
     bool pw = conv_pointwise(&c), dw = conv_depthwise(&c);
+    if (!pw && !dw && ctx->scratch_size < (size_t)(c.K * c.P) * sizeof(float))
+        return REEL_EINTERNAL;
+    conv_job j = {
+        .c = &c, .X = in[0]->data, .Wt = in[1]->data, .Y = out[0]->data, .scratch = ctx->scratch,
+        .bias = n->n_inputs > 2 && in[2] ? in[2]->data : NULL,
+        .R = n->n_inputs > 3 && in[3] ? in[3]->data : NULL,
+    };
+    epi_init(n, &j.e);
+    int threads = ctx->pool ? ctx->threads : 1;
+    conv_plan(&c, threads, &j);
+    reel_exec_ctx serial = *ctx;
+    if (j.kind == CONV_COL && threads * j.per_tile > c.w.out[0] * c.w.out[1]) {
+        // Too few output rows to give each worker its own scratch slice.
+        serial.pool = NULL;
+        serial.threads = 1;
+    }
+    // Small convs are not worth waking the other threads for.
+    if ((double)c.M * (double)c.K * (double)c.P < 2e5) {
+        serial.pool = NULL;
+        serial.threads = 1;
+    }
     // A row of zeros standing for padding rows in the depthwise fast path
     // (plus room for the widest window's overhang).
     float *zero = dw ? g_new0(float, c.w.in[2] + 8) : NULL;
-    if (!pw && !dw && ctx->scratch_size < (size_t)(c.K * c.P) * sizeof(float))
-        return REEL_EINTERNAL;
-    for (int64_t b = 0; b < c.N; b++)
-        for (int64_t g = 0; g < c.G; g++) {
-            const float *x = X + (b * c.C + g * c.Cg) * c.Pin;
-            const float *w = Wt + g * c.Mg * c.K;
-            float *y = Y + (b * c.M + g * c.Mg) * c.P;
-            if (pw) {
-                nn_sgemm(false, false, (int)c.Mg, (int)c.P, (int)c.K, 1, w, (int)c.K, x, (int)c.P, 0, y, (int)c.P);
-            } else if (dw) {
-                // Bias is added by the kernel; the activation follows per row block.
-                const float *bias = B ? (const float *)B->data + g * c.Mg : NULL;
-                for (int64_t m = 0; m < c.Mg; m++) {
-                    depthwise(x, w + m * c.K, y + m * c.P, &c.w, bias ? bias[m] : 0, zero);
-                    nn_activate(n, y + m * c.P, (size_t)c.P);
-                }
-                continue;
-            } else {
-                im2col(x, ctx->scratch, &c);
-                nn_sgemm(false, false, (int)c.Mg, (int)c.P, (int)c.K, 1, w, (int)c.K, ctx->scratch, (int)c.P, 0, y,
-                         (int)c.P);
-            }
-            bias_act(n, B, g * c.Mg, c.Mg, y, c.P);
-        }
+    j.zero = zero;
+    if (j.kind == CONV_DW) {
+        nn_parallel(&serial, (int)(c.N * ((c.G + j.per_tile - 1) / j.per_tile)), conv_task, &j);
+    } else if (j.kind == CONV_COL_M) {
+        nn_parallel(&serial, (int)c.Cg, im2col_task, &j);
+        nn_parallel(&serial, (int)j.tiles, conv_task, &j);
+    } else {
+        nn_parallel(&serial, (int)(c.N * c.G * j.tiles), conv_task, &j);
+    }
     g_free(zero);
     return 0;
 }

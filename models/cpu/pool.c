@@ -46,13 +46,106 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     return 0;
 }
 
+// MaxPool over 1-D/2-D planes without dilation and without indices: per
+// output row, the max of the window's input rows (contiguous, vectorized)
+// into a row padded with -FLT_MAX on both sides, then the max over each
+// window's columns (stride 1 and 2 specialized so the compiler vectorizes).
+// No bounds checks in the hot loops.
+typedef struct maxpool_job {
+    const nn_window *w;
+    const float *X;
+    float *Y;
+    int64_t planes, per_task;
+} maxpool_job;
+
+static void maxpool_rows(const float *restrict x, float *restrict y, const nn_window *w, float *restrict m)
+{
+    int64_t H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2];
+    int64_t kh = w->k[1], kw = w->k[2], sh = w->s[1], sw = w->s[2], pl = w->pb[2];
+    // m[0..pl) and m[pl+W..) stay -FLT_MAX: the pads and ceil_mode overhang.
+    float *mr = m + pl;
+    for (int64_t oh = 0; oh < OH; oh++, y += OW) {
+        int64_t h0 = oh * sh - w->pb[1], h1 = h0 + kh;
+        h0 = h0 < 0 ? 0 : h0;
+        h1 = h1 > H ? H : h1;
+        if (h0 >= h1) {
+            for (int64_t ow = 0; ow < OW; ow++)
+                y[ow] = -FLT_MAX;
+            continue;
+        }
+        memcpy(mr, x + h0 * W, (size_t)W * sizeof(float));
+        for (int64_t h = h0 + 1; h < h1; h++) {
+            const float *xr = x + h * W;
+            for (int64_t i = 0; i < W; i++)
+                mr[i] = xr[i] > mr[i] ? xr[i] : mr[i];
+        }
+        if (sw == 2 && kw == 2) {
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float a = m[2 * ow], b = m[2 * ow + 1];
+                y[ow] = b > a ? b : a;
+            }
+        } else if (sw == 2 && kw == 3) {
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float a = m[2 * ow], b = m[2 * ow + 1], c = m[2 * ow + 2];
+                a = b > a ? b : a;
+                y[ow] = c > a ? c : a;
+            }
+        } else if (sw == 1) {
+            memcpy(y, m, (size_t)OW * sizeof(float));
+            for (int64_t e = 1; e < kw; e++)
+                for (int64_t ow = 0; ow < OW; ow++)
+                    y[ow] = m[ow + e] > y[ow] ? m[ow + e] : y[ow];
+        } else {
+            for (int64_t ow = 0; ow < OW; ow++) {
+                const float *mw = m + ow * sw;
+                float acc = mw[0];
+                for (int64_t e = 1; e < kw; e++)
+                    acc = mw[e] > acc ? mw[e] : acc;
+                y[ow] = acc;
+            }
+        }
+    }
+}
+
+static void maxpool_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const maxpool_job *j = arg;
+    const nn_window *w = j->w;
+    // The padded row: begin pad, W inputs, then up to a whole window beyond.
+    int64_t len = w->pb[2] + (w->out[2] - 1) * w->s[2] + w->k[2];
+    len = MAX(len, w->pb[2] + w->in[2]);
+    float *m = g_new(float, len);
+    for (int64_t i = 0; i < len; i++)
+        m[i] = -FLT_MAX;
+    int64_t p0 = task * j->per_task, p1 = MIN(j->planes, p0 + j->per_task);
+    int64_t Pin = w->in[1] * w->in[2], P = w->out[1] * w->out[2];
+    for (int64_t p = p0; p < p1; p++)
+        maxpool_rows(j->X + p * Pin, j->Y + p * P, w, m);
+    g_free(m);
+}
+
+static bool maxpool_fast(const reel_ir_node *n, const nn_window *w, const int64_t *I)
+{
+    return !I && w->in[0] == 1 && w->out[0] == 1 && w->k[0] == 1 && w->d[0] == 1 && w->d[1] == 1 && w->d[2] == 1 && w->pb[0] == 0
+        && reel_ir_attr_int(n, "storage_order", 0) == 0;
+}
+
 static int pool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     nn_window w;
     if (pool_window(n, in[0]->rank, in[0]->shape, &w, NULL))
         return REEL_EINVAL;
     bool is_max = strcmp(n->op, "MaxPool") == 0;
+    if (is_max && maxpool_fast(n, &w, n->n_outputs > 1 && out[1] ? out[1]->data : NULL)) {
+        int threads = ctx->pool ? ctx->threads : 1;
+        maxpool_job j = { &w, in[0]->data, out[0]->data, in[0]->shape[0] * in[0]->shape[1], 1 };
+        if (j.planes == 0 || w.out[1] * w.out[2] == 0)
+            return 0;
+        j.per_task = MAX(1, j.planes / (4 * threads));
+        nn_parallel(ctx, (int)((j.planes + j.per_task - 1) / j.per_task), maxpool_task, &j);
+        return 0;
+    }
     bool include_pad = reel_ir_attr_int(n, "count_include_pad", 0) != 0;
     bool col_major = reel_ir_attr_int(n, "storage_order", 0) == 1;
     int64_t planes = in[0]->shape[0] * in[0]->shape[1];

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <glib/gstdio.h>
 
+#include "models/cpu/blas.h"
 #include "models/model_internal.h"
 #include "models/onnx/load.h"
 #include "models/op.h"
@@ -387,6 +388,125 @@ static void test_conv_silu_hardswish(void **state)
     }
 }
 
+// A hand-built graph for the residual fusion (no python3-onnx needed).
+static int const_value(reel_ir_graph *g, const char *name, int rank, const int64_t *shape, unsigned seed)
+{
+    int v = reel_ir_add_value(g, name);
+    reel_tensor *t = reel_tensor_new(REEL_DTYPE_FLOAT32, rank, shape);
+    GRand *r = g_rand_new_with_seed(seed);
+    for (size_t i = 0; i < t->nbytes / 4; i++)
+        ((float *)t->data)[i] = (float)g_rand_double_range(r, -1, 1);
+    g_rand_free(r);
+    reel_ir_value *val = reel_ir_value_at(g, v);
+    val->constant = t;
+    val->dtype = REEL_DTYPE_FLOAT32;
+    val->rank = rank;
+    memcpy(val->dims, shape, sizeof(int64_t) * (size_t)rank);
+    return v;
+}
+
+static reel_ir_node *add_node(reel_ir_graph *g, const char *op, const int *in, int n_in, int out)
+{
+    reel_ir_node *n = g_new0(reel_ir_node, 1);
+    n->name = g_strdup_printf("%s_%u", op, g->nodes->len);
+    n->op = g_strdup(op);
+    n->inputs = g_memdup2(in, sizeof(int) * (size_t)n_in);
+    n->n_inputs = n_in;
+    n->outputs = g_new(int, 1);
+    n->outputs[0] = out;
+    n->n_outputs = 1;
+    reel_ir_value_at(g, out)->producer = (int)g->nodes->len;
+    g_ptr_array_add(g->nodes, n);
+    return n;
+}
+
+static reel_tensor *run_node(const reel_ir_node *n, reel_tensor **in, const reel_tensor *like, reel_pool *pool)
+{
+    const reel_op *op = reel_op_find(n->op);
+    reel_tensor *y = reel_tensor_new(REEL_DTYPE_FLOAT32, like->rank, like->shape);
+    reel_tensor *out[1] = { y };
+    reel_exec_ctx ctx = { .opset = 13, .threads = pool ? 2 : 1, .pool = pool };
+    ctx.scratch_size = op->scratch ? op->scratch(n, in, out) : 0;
+    ctx.scratch = g_malloc0(ctx.scratch_size + 1);
+    assert_int_equal(op->run(n, in, out, &ctx), 0);
+    g_free(ctx.scratch);
+    return y;
+}
+
+// Conv -> Add(other) -> Relu folds into the Conv (residual input 3, Relu
+// fused), the Conv moving after the node computing the residual, and the
+// fused kernel matches Conv, then Add and Relu, on one and two threads.
+static void test_conv_add_relu(void **state)
+{
+    (void)state;
+    if (!reel_op_find("Conv")) {
+        print_message("no Conv kernel linked: skipping\n");
+        skip();
+    }
+    reel_ir_graph *g = reel_ir_graph_new();
+    g->opset = 13;
+    int64_t xs[4] = { 1, 16, 32, 32 }, ws[4] = { 16, 16, 3, 3 }, bs[1] = { 16 }, w2s[4] = { 16, 16, 1, 1 };
+    int X = reel_ir_add_value(g, "X");
+    reel_ir_value *xv = reel_ir_value_at(g, X);
+    xv->dtype = REEL_DTYPE_FLOAT32;
+    xv->rank = 4;
+    memcpy(xv->dims, xs, sizeof xs);
+    g_array_append_val(g->inputs, X);
+    int W = const_value(g, "W", 4, ws, 1), B = const_value(g, "B", 1, bs, 2), W2 = const_value(g, "W2", 4, w2s, 3);
+    int c = reel_ir_add_value(g, "c"), r = reel_ir_add_value(g, "r"), a = reel_ir_add_value(g, "a"),
+        Y = reel_ir_add_value(g, "Y");
+    reel_ir_node *conv = add_node(g, "Conv", (int[]){ X, W, B }, 3, c);
+    conv->attrs = g_new0(reel_ir_attr, 1);
+    conv->attrs[0] = (reel_ir_attr){ .name = g_strdup("pads"), .type = REEL_ATTR_INTS,
+                                     .ints = g_memdup2((int64_t[]){ 1, 1, 1, 1 }, 4 * sizeof(int64_t)), .n = 4 };
+    conv->n_attrs = 1;
+    add_node(g, "Conv", (int[]){ X, W2 }, 2, r); // the residual, computed after the Conv
+    add_node(g, "Add", (int[]){ r, c }, 2, a);
+    add_node(g, "Relu", (int[]){ a }, 1, Y);
+    g_array_append_val(g->outputs, Y);
+
+    assert_int_equal(reel_passes_run(g, NULL, NULL), 0);
+    assert_int_equal(g->nodes->len, 2);
+    const reel_ir_node *n0 = reel_ir_node_at(g, 0), *n1 = reel_ir_node_at(g, 1);
+    assert_int_equal(n0->outputs[0], r);
+    assert_string_equal(n1->op, "Conv");
+    assert_string_equal(n1->fused, "Relu");
+    assert_int_equal(n1->n_inputs, 4);
+    assert_int_equal(n1->inputs[2], B);
+    assert_int_equal(n1->inputs[3], r);
+    assert_int_equal(n1->outputs[0], Y);
+    assert_int_equal(reel_ir_value_at(g, Y)->producer, 1);
+
+    reel_tensor *x = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, xs);
+    for (size_t i = 0; i < x->nbytes / 4; i++)
+        ((float *)x->data)[i] = (float)((i * 7919) % 200) / 100.0f - 1.0f;
+    reel_tensor *wt = reel_ir_value_at(g, W)->constant, *bt = reel_ir_value_at(g, B)->constant;
+    reel_tensor *rt = run_node(n0, (reel_tensor *[]){ x, reel_ir_value_at(g, W2)->constant }, x, NULL);
+    // Unfused: the same Conv without residual and activation, then Add, Relu.
+    reel_ir_node plain = *n1;
+    plain.n_inputs = 3;
+    plain.fused = NULL;
+    reel_tensor *ct = run_node(&plain, (reel_tensor *[]){ x, wt, bt }, x, NULL);
+    float *want = ct->data;
+    for (size_t i = 0; i < ct->nbytes / 4; i++) {
+        float v = want[i] + ((float *)rt->data)[i];
+        want[i] = v > 0 ? v : 0;
+    }
+    reel_pool *pool = reel_pool_create(2);
+    for (int threads = 1; threads <= 2; threads++) {
+        reel_tensor *yt = run_node(n1, (reel_tensor *[]){ x, wt, bt, rt }, x, threads == 2 ? pool : NULL);
+        for (size_t i = 0; i < yt->nbytes / 4; i++)
+            assert_float_equal(((float *)yt->data)[i], want[i], 1e-5);
+        reel_tensor_free(&yt);
+    }
+    reel_pool_destroy(&pool);
+    assert_null(pool);
+    reel_tensor_free(&ct);
+    reel_tensor_free(&rt);
+    reel_tensor_free(&x);
+    reel_ir_graph_free(&g);
+}
+
 static void test_shape_chain_folds(void **state)
 {
     (void)state;
@@ -452,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_conv_bn_relu),
         cmocka_unit_test(test_conv_silu_hardswish),
         cmocka_unit_test(test_shape_chain_folds),
+        cmocka_unit_test(test_conv_add_relu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
