@@ -10,10 +10,10 @@
 typedef struct reel_exec_ctx {
     int opset;                   // the graph's default-domain opset (forms that changed between opsets)
     int threads;                 // threads the kernel may use
-    // reel's pool of `threads` threads (NULL: run on the calling thread); the
+    // reel's workers, `threads` in all (NULL: run on the calling thread); the
     // session keeps OpenBLAS single-threaded, so kernels split their work
     // themselves with nn_parallel (models/cpu/nn.h).
-    struct reel_pool *pool;
+    struct reel_workers *workers;
     void *scratch;               // per-session scratch memory (im2col and the like)
     size_t scratch_size;
 } reel_exec_ctx;

@@ -2,14 +2,15 @@
 // with concrete dims, shape-only work folded, one arena with lifetimes and
 // reuse); a run walks the nodes over views into the arena.
 //
-// Threads: a session with more than one thread owns a reel_pool that
+// Threads: a session with more than one thread owns a reel_workers that
 // kernels split their work over (nn_parallel); each run sets OpenBLAS to one
-// thread, so OpenBLAS's pool and reel's never run at once.
+// thread, so OpenBLAS's threads and reel's workers never run at once.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/cpu/blas.h"
+#include "models/cpu/workers.h"
 #include "models/model_internal.h"
 #include "models/op.h"
 #include "models/session.h"
@@ -37,7 +38,7 @@ struct reel_session {
     int threads;
     GHashTable *plans;        // key -> plan *
     plan *last;
-    reel_pool *pool;          // NULL for one thread; made at the first run
+    reel_workers *workers;       // NULL for one thread; made at the first run
     void *arena, *scratch;
     size_t arena_cap, scratch_cap;
     bool profile;
@@ -90,7 +91,7 @@ void reel_session_destroy(reel_session **ps)
     if (!s)
         return;
     g_hash_table_destroy(s->plans);
-    reel_pool_destroy(&s->pool);
+    reel_workers_destroy(&s->workers);
     free(s->arena);
     free(s->scratch);
     g_array_free(s->times, TRUE);
@@ -484,11 +485,11 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
         else if (pl->kind[v] == V_INPUT)
             pl->t[v].data = inputs[pl->input_of[v]]->data;
     }
-    if (s->threads > 1 && !s->pool)
-        s->pool = reel_pool_create(s->threads);
+    if (s->threads > 1 && !s->workers)
+        s->workers = reel_workers_create(s->threads);
     reel_blas_set_threads(1);
     reel_exec_ctx ctx = {
-        .opset = pl->g.opset, .threads = s->pool ? s->threads : 1, .pool = s->pool, .scratch = s->scratch,
+        .opset = pl->g.opset, .threads = s->workers ? s->threads : 1, .workers = s->workers, .scratch = s->scratch,
         .scratch_size = pl->scratch_bytes,
     };
     g_array_set_size(s->times, 0);

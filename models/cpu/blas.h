@@ -21,14 +21,4 @@ const char *reel_blas_setup_note(void);
 // OpenBLAS threads (process-wide).
 void reel_blas_set_threads(int threads);
 
-// reel's own pool of threads for kernels that split their work
-// (nn_parallel in models/cpu/nn.h): threads - 1 workers plus the calling
-// thread. Workers spin briefly between jobs (kernels come back to back
-// within a run), then sleep. NULL when threads < 2.
-// Thread-safety: one job at a time; a session uses its pool from the thread
-// that runs it.
-typedef struct reel_pool reel_pool;
-reel_pool *reel_pool_create(int threads);
-void reel_pool_destroy(reel_pool **p);
-
 #endif

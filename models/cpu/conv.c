@@ -462,17 +462,17 @@ static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
         .R = n->n_inputs > 3 && in[3] ? in[3]->data : NULL,
     };
     epi_init(n, &j.e);
-    int threads = ctx->pool ? ctx->threads : 1;
+    int threads = ctx->workers ? ctx->threads : 1;
     conv_plan(&c, threads, &j);
     reel_exec_ctx serial = *ctx;
     if (j.kind == CONV_COL && threads * j.per_tile > c.w.out[0] * c.w.out[1]) {
         // Too few output rows to give each worker its own scratch slice.
-        serial.pool = NULL;
+        serial.workers = NULL;
         serial.threads = 1;
     }
     // Small convs are not worth waking the other threads for.
     if ((double)c.M * (double)c.K * (double)c.P < 2e5) {
-        serial.pool = NULL;
+        serial.workers = NULL;
         serial.threads = 1;
     }
     // A row of zeros standing for padding rows in the depthwise fast path

@@ -32,9 +32,9 @@ void nn_activate(const reel_ir_node *n, float *y, size_t len);
 // Checks that n->fused names an activation nn_activate knows.
 int nn_check_fused(const reel_ir_node *n, GError **error);
 
-// Runs fn(arg, task, worker) for every task in [0, n_tasks) on ctx->pool's
+// Runs fn(arg, task, worker) for every task in [0, n_tasks) on ctx->workers'
 // threads (worker in [0, ctx->threads), each worker's tasks one after
-// another) or, without a pool, on the calling thread as worker 0. Returns
+// another) or, without workers, on the calling thread as worker 0. Returns
 // when all are done.
 typedef void (*nn_task_fn)(void *arg, int task, int worker);
 void nn_parallel(const reel_exec_ctx *ctx, int n_tasks, nn_task_fn fn, void *arg);

@@ -138,7 +138,7 @@ static int pool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
         return REEL_EINVAL;
     bool is_max = strcmp(n->op, "MaxPool") == 0;
     if (is_max && maxpool_fast(n, &w, n->n_outputs > 1 && out[1] ? out[1]->data : NULL)) {
-        int threads = ctx->pool ? ctx->threads : 1;
+        int threads = ctx->workers ? ctx->threads : 1;
         maxpool_job j = { &w, in[0]->data, out[0]->data, in[0]->shape[0] * in[0]->shape[1], 1 };
         if (j.planes == 0 || w.out[1] * w.out[2] == 0)
             return 0;

@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 
 #include "models/cpu/blas.h"
+#include "models/cpu/workers.h"
 #include "models/model_internal.h"
 #include "models/onnx/load.h"
 #include "models/op.h"
@@ -420,12 +421,12 @@ static reel_ir_node *add_node(reel_ir_graph *g, const char *op, const int *in, i
     return n;
 }
 
-static reel_tensor *run_node(const reel_ir_node *n, reel_tensor **in, const reel_tensor *like, reel_pool *pool)
+static reel_tensor *run_node(const reel_ir_node *n, reel_tensor **in, const reel_tensor *like, reel_workers *pool)
 {
     const reel_op *op = reel_op_find(n->op);
     reel_tensor *y = reel_tensor_new(REEL_DTYPE_FLOAT32, like->rank, like->shape);
     reel_tensor *out[1] = { y };
-    reel_exec_ctx ctx = { .opset = 13, .threads = pool ? 2 : 1, .pool = pool };
+    reel_exec_ctx ctx = { .opset = 13, .threads = pool ? 2 : 1, .workers = pool };
     ctx.scratch_size = op->scratch ? op->scratch(n, in, out) : 0;
     ctx.scratch = g_malloc0(ctx.scratch_size + 1);
     assert_int_equal(op->run(n, in, out, &ctx), 0);
@@ -492,14 +493,14 @@ static void test_conv_add_relu(void **state)
         float v = want[i] + ((float *)rt->data)[i];
         want[i] = v > 0 ? v : 0;
     }
-    reel_pool *pool = reel_pool_create(2);
+    reel_workers *pool = reel_workers_create(2);
     for (int threads = 1; threads <= 2; threads++) {
         reel_tensor *yt = run_node(n1, (reel_tensor *[]){ x, wt, bt, rt }, x, threads == 2 ? pool : NULL);
         for (size_t i = 0; i < yt->nbytes / 4; i++)
             assert_float_equal(((float *)yt->data)[i], want[i], 1e-5);
         reel_tensor_free(&yt);
     }
-    reel_pool_destroy(&pool);
+    reel_workers_destroy(&pool);
     assert_null(pool);
     reel_tensor_free(&ct);
     reel_tensor_free(&rt);
