@@ -182,3 +182,14 @@ const int64_t *reel_ir_attr_ints(const reel_ir_node *n, const char *name, int *c
     *count = a->n;
     return a->ints;
 }
+
+void reel_ir_value_set_constant(reel_ir_value *v, reel_tensor *t)
+{
+    reel_tensor_free(&v->constant);
+    v->constant = t;
+    v->dtype = t->dtype;
+    v->rank = t->rank;
+    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
+        v->dims[i] = i < t->rank ? t->shape[i] : REEL_DIM_UNKNOWN;
+    v->producer = -1;
+}

@@ -106,6 +106,10 @@ static inline reel_ir_node *reel_ir_node_at(const reel_ir_graph *g, int i)
     return g->nodes->pdata[i];
 }
 
+// Makes v a constant holding t (owned from now on; any previous constant is
+// freed) with t's type and shape, produced by no node.
+void reel_ir_value_set_constant(reel_ir_value *v, reel_tensor *t);
+
 // Attribute lookups; the default when absent.
 const reel_ir_attr *reel_ir_attr_find(const reel_ir_node *n, const char *name);
 int64_t reel_ir_attr_int(const reel_ir_node *n, const char *name, int64_t def);

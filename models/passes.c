@@ -18,17 +18,6 @@ static bool value_static(const reel_ir_value *v)
     return reel_tensor_count(v->rank, v->dims) >= 0;
 }
 
-static void make_constant(reel_ir_value *v, reel_tensor *t)
-{
-    reel_tensor_free(&v->constant);
-    v->constant = t;
-    v->dtype = t->dtype;
-    v->rank = t->rank;
-    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
-        v->dims[i] = i < t->rank ? t->shape[i] : REEL_DIM_UNKNOWN;
-    v->producer = -1;
-}
-
 // Shape of a value with static dims.
 static bool fold_shape(reel_ir_graph *g, reel_ir_node *n, int opset)
 {
@@ -53,7 +42,7 @@ static bool fold_shape(reel_ir_graph *g, reel_ir_node *n, int opset)
     reel_tensor *t = reel_tensor_new(REEL_DTYPE_INT64, 1, &len);
     for (int64_t i = start; i < end; i++)
         ((int64_t *)t->data)[i - start] = in->dims[i];
-    make_constant(reel_ir_value_at(g, n->outputs[0]), t);
+    reel_ir_value_set_constant(reel_ir_value_at(g, n->outputs[0]), t);
     return true;
 }
 
@@ -100,7 +89,7 @@ static bool fold_node(reel_ir_graph *g, reel_ir_node *n, const reel_op *op)
     ok = ok && op->run(n, in, out, &ctx) == 0;
     for (int k = 0; k < n->n_outputs; k++) {
         if (ok && out[k])
-            make_constant(reel_ir_value_at(g, n->outputs[k]), out[k]);
+            reel_ir_value_set_constant(reel_ir_value_at(g, n->outputs[k]), out[k]);
         else
             reel_tensor_free(&out[k]);
     }
@@ -215,7 +204,7 @@ static int add_constant(reel_ir_graph *g, const char *base, const char *suffix, 
     }
     int v = reel_ir_add_value(g, name);
     g_free(name);
-    make_constant(reel_ir_value_at(g, v), t);
+    reel_ir_value_set_constant(reel_ir_value_at(g, v), t);
     return v;
 }
 

@@ -343,17 +343,6 @@ static int add_value(loader *L, const char *name)
     return i;
 }
 
-static void set_constant(reel_ir_value *v, reel_tensor *t)
-{
-    reel_tensor_free(&v->constant);
-    v->constant = t;
-    v->dtype = t->dtype;
-    v->rank = t->rank;
-    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
-        v->dims[i] = i < t->rank ? t->shape[i] : REEL_DIM_UNKNOWN;
-    v->producer = -1;
-}
-
 // Declared type of a graph input or output.
 static int apply_value_info(const Onnx__ValueInfoProto *vi, reel_ir_value *v, const char *what,
                             GError **error)
@@ -641,7 +630,7 @@ static int build_graph(loader *L, const Onnx__ModelProto *mp, GError **error)
         reel_tensor *t = tensor_from_proto(tp, L->dir, "initializer", error);
         if (!t)
             return (*error)->code;
-        set_constant(reel_ir_value_at(g, add_value(L, tp->name)), t);
+        reel_ir_value_set_constant(reel_ir_value_at(g, add_value(L, tp->name)), t);
     }
     if (gp->n_sparse_initializer) {
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "sparse initializers are not supported");
@@ -711,7 +700,7 @@ static int build_graph(loader *L, const Onnx__ModelProto *mp, GError **error)
             } else {
                 reel_tensor *t = constant_value(L, np, name, error);
                 if (t)
-                    set_constant(reel_ir_value_at(g, outs[0]), t);
+                    reel_ir_value_set_constant(reel_ir_value_at(g, outs[0]), t);
                 else
                     rc = (*error)->code;
             }
