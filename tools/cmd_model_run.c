@@ -172,6 +172,14 @@ static bool parse_int(const char *s, int *out)
     return true;
 }
 
+// Unrefs the n buffers of an array (NULL entries allowed) and frees it.
+static void free_buffers(reel_buffer **b, int n)
+{
+    for (int i = 0; b && i < n; i++)
+        reel_buffer_unref(&b[i]);
+    g_free(b);
+}
+
 int cmd_model_run(int argc, char **argv)
 {
     const char *model_path = NULL, *out_dir = NULL;
@@ -262,12 +270,8 @@ fail:
         fprintf(stderr, "reel: model run: %s\n", error->message);
         g_error_free(error);
     }
-    for (int i = 0; i < n_in; i++)
-        reel_buffer_unref(&in[i]);
-    for (int i = 0; i < n_out; i++)
-        reel_buffer_unref(&out[i]);
-    g_free(in);
-    g_free(out);
+    free_buffers(in, n_in);
+    free_buffers(out, n_out);
     reel_session_destroy(&s);
     reel_model_unref(&m);
     g_ptr_array_free(specs, TRUE);
@@ -406,12 +410,8 @@ fail:
         fprintf(stderr, "reel: model bench: %s\n", error->message);
         g_error_free(error);
     }
-    for (int i = 0; i < n_in; i++)
-        reel_buffer_unref(&in[i]);
-    for (int i = 0; i < n_out; i++)
-        reel_buffer_unref(&out[i]);
-    g_free(in);
-    g_free(out);
+    free_buffers(in, n_in);
+    free_buffers(out, n_out);
     g_free(lat);
     g_hash_table_destroy(ops);
     reel_session_destroy(&s);
