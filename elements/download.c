@@ -27,17 +27,6 @@ static int configure(reel_element *e, int pad, reel_caps *out)
     return 0;
 }
 
-static void unpack(const uint8_t *src, reel_buffer *b)
-{
-    const reel_caps *f = &b->format;
-    reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
-    for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
-        size_t row = reel_pixfmt_row_bytes(pf, p, f->width);
-        for (int y = 0; y < reel_pixfmt_plane_height(pf, p, f->height); y++, src += row)
-            memcpy(b->planes[p] + (size_t)y * b->strides[p], src, row);
-    }
-}
-
 static int process(reel_element *e, int pad, reel_buffer *in)
 {
     (void)pad;
@@ -56,7 +45,7 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     if (rc == 0)
         rc = reel_mem_download(in->mem, 0, tensor ? out->data : s->packed, size, reel_element_xfer(e));
     if (rc == 0 && !tensor)
-        unpack(s->packed, out);
+        reel_buffer_unpack(out, s->packed);
     if (rc == 0) {
         reel_buffer_copy_props(out, in);
     } else {

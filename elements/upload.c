@@ -34,18 +34,12 @@ static const uint8_t *packed_bytes(upload_priv *s, const reel_buffer *b, size_t 
     const reel_caps *f = &b->format;
     if (f->media == REEL_MEDIA_TENSOR)
         return b->data;
-    reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
     if (size > s->packed_size) {
         g_free(s->packed);
         s->packed = g_malloc(size);
         s->packed_size = size;
     }
-    uint8_t *d = s->packed;
-    for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
-        size_t row = reel_pixfmt_row_bytes(pf, p, f->width);
-        for (int y = 0; y < reel_pixfmt_plane_height(pf, p, f->height); y++, d += row)
-            memcpy(d, b->planes[p] + (size_t)y * b->strides[p], row);
-    }
+    reel_buffer_pack(b, s->packed);
     return s->packed;
 }
 

@@ -151,6 +151,29 @@ size_t reel_buffer_packed_size(const reel_caps *f)
     return n;
 }
 
+// Moves a host frame's visible rows to (pack) or from packed bytes.
+static void copy_rows(reel_buffer *b, uint8_t *packed, bool pack)
+{
+    reel_pixfmt pf = __builtin_ctzll(b->format.pixfmts);
+    for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+        size_t n = reel_pixfmt_row_bytes(pf, p, b->format.width);
+        for (int y = 0; y < reel_pixfmt_plane_height(pf, p, b->format.height); y++, packed += n) {
+            uint8_t *row = b->planes[p] + (size_t)y * b->strides[p];
+            memcpy(pack ? packed : row, pack ? row : packed, n);
+        }
+    }
+}
+
+void reel_buffer_pack(const reel_buffer *b, uint8_t *dst)
+{
+    copy_rows((reel_buffer *)b, dst, true);
+}
+
+void reel_buffer_unpack(reel_buffer *b, const uint8_t *src)
+{
+    copy_rows(b, (uint8_t *)src, false);
+}
+
 reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,
                                      void (*release)(void *opaque), void *opaque)
 {

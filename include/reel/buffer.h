@@ -83,6 +83,12 @@ reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem);
 // transfer to or from device memory moves. 0 for other formats.
 size_t reel_buffer_packed_size(const reel_caps *f);
 
+// Copies a host frame's visible rows, plane after plane, into dst
+// (reel_buffer_packed_size() bytes), or back from such packed bytes into a
+// host frame's planes. Raw video only.
+void reel_buffer_pack(const reel_buffer *b, uint8_t *dst);
+void reel_buffer_unpack(reel_buffer *b, const uint8_t *src);
+
 // Thread-safety: ref and unref may be called from any thread.
 reel_buffer *reel_buffer_ref(reel_buffer *b);
 // Drops one reference and sets *b to NULL; the last one returns the buffer to

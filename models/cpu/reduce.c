@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "models/cpu/collapse.h"
 #include "models/op.h"
 
 #define R REEL_IR_MAX_RANK
@@ -122,24 +123,7 @@ static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
             s *= x->shape[d];
     }
     int64_t cd[R], cs[R];
-    int r = 0;
-    for (int d = 0; d < x->rank; d++) {
-        if (x->shape[d] == 1)
-            continue;
-        if (r > 0 && cs[r - 1] == ost[d] * x->shape[d]) {
-            cd[r - 1] *= x->shape[d];
-            cs[r - 1] = ost[d];
-        } else {
-            cd[r] = x->shape[d];
-            cs[r] = ost[d];
-            r++;
-        }
-    }
-    if (r == 0) {
-        cd[0] = 1;
-        cs[0] = 0;
-        r = 1;
-    }
+    int r = reel_collapse_dims(x->rank, x->shape, ost, cd, cs, 0);
     int last = r - 1;
     int64_t inner = cd[last], idx[R] = { 0 }, off = 0;
     const float *p = xp;

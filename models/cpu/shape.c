@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "models/cpu/collapse.h"
 #include "models/op.h"
 
 #define R REEL_IR_MAX_RANK
@@ -83,28 +84,11 @@ static bool norm_axis(int64_t *axis, int rank)
 static void copy_strided(void *dst, const void *src, int rank, const int64_t *dims,
                          const int64_t *st, size_t es)
 {
-    int64_t cd[R + 1], cs[R + 1];
-    int r = 0;
-    // Drop size-1 dims and merge dims that are contiguous with each other.
-    for (int d = 0; d < rank; d++) {
+    for (int d = 0; d < rank; d++)
         if (dims[d] == 0)
             return;
-        if (dims[d] == 1)
-            continue;
-        if (r > 0 && cs[r - 1] == st[d] * dims[d]) {
-            cd[r - 1] *= dims[d];
-            cs[r - 1] = st[d];
-        } else {
-            cd[r] = dims[d];
-            cs[r] = st[d];
-            r++;
-        }
-    }
-    if (r == 0) {
-        cd[0] = 1;
-        cs[0] = 1;
-        r = 1;
-    }
+    int64_t cd[R + 1], cs[R + 1];
+    int r = reel_collapse_dims(rank, dims, st, cd, cs, 1);
     int last = r - 1;
     int64_t inner = cd[last], is = cs[last], idx[R] = { 0 }, off = 0;
     char *o = dst;
