@@ -255,21 +255,99 @@ static void epi_block(const conv_epi *e, const float *bias, const float *res, fl
 // filter wt[kh, kw], plus bias. Columns whose window lies inside the input
 // take the fast path: every tap in one pass over the output row (3x3 and 5x5
 // unrolled at compile time), rows outside the input read a zero row.
-#define DW_INTERIOR(K)                                                                                  \
-    static void dw_interior_##K(const float *const *rows, const float *wt, float *yr, int64_t lo,         \
-                                int64_t hi, int64_t sw, int64_t off, float bias)                           \
-    {                                                                                                    \
-        for (int64_t ow = lo; ow < hi; ow++) {                                                           \
-            int64_t c = ow * sw + off;                                                                   \
-            float acc = bias;                                                                            \
-            for (int i = 0; i < K; i++)                                                                  \
-                for (int j = 0; j < K; j++)                                                              \
-                    acc += wt[i * K + j] * rows[i][c + j];                                               \
-            yr[ow] = acc;                                                                                \
-        }                                                                                                \
+// Interior columns [lo, hi) of one output row with a KxK filter and column
+// stride S (0: any, given as sw): taps unrolled, columns innermost, so the
+// loop vectorizes; built for AVX-512, AVX2 and the baseline, picked at load.
+#define DW_INTERIOR(K, S)                                                                               \
+    __attribute__((target_clones("avx512f", "avx2,fma", "default"))) static void dw_interior_##K##_##S(   \
+        const float *const *rows, const float *wt, float *restrict yr, int64_t lo, int64_t hi, int64_t sw, \
+        int64_t off, float bias)                                                                       \
+    {                                                                                                  \
+        const int64_t s = S ? S : sw;                                                                  \
+        const float *r[K];                                                                             \
+        float w[K * K];                                                                                \
+        for (int i = 0; i < K; i++)                                                                    \
+            r[i] = rows[i] + off;                                                                      \
+        memcpy(w, wt, sizeof w);                                                                       \
+        for (int64_t ow = lo; ow < hi; ow++) {                                                         \
+            float acc = bias;                                                                          \
+            for (int i = 0; i < K; i++)                                                                \
+                for (int j = 0; j < K; j++)                                                            \
+                    acc += w[i * K + j] * r[i][ow * s + j];                                            \
+            yr[ow] = acc;                                                                              \
+        }                                                                                              \
     }
-DW_INTERIOR(3)
-DW_INTERIOR(5)
+DW_INTERIOR(3, 1)
+DW_INTERIOR(3, 2)
+DW_INTERIOR(3, 0)
+DW_INTERIOR(5, 1)
+DW_INTERIOR(5, 2)
+DW_INTERIOR(5, 0)
+
+typedef void (*dw_interior_fn)(const float *const *, const float *, float *restrict, int64_t, int64_t, int64_t,
+                               int64_t, float);
+
+static dw_interior_fn dw_interior_pick(int64_t k, int64_t s)
+{
+    if (k == 3)
+        return s == 1 ? dw_interior_3_1 : s == 2 ? dw_interior_3_2 : dw_interior_3_0;
+    return s == 1 ? dw_interior_5_1 : s == 2 ? dw_interior_5_2 : dw_interior_5_0;
+}
+
+// Stride 1 over a zero-padded copy of the channel, xp[(OH+K-1) rows, wp
+// columns] plus K-1 floats: outputs are computed at the padded width too, so
+// one flat loop covers the whole plane (rows of 7 or 14 columns are too short
+// to vectorize one by one) and yp's extra columns are dropped afterwards.
+#define DW_FLAT(K)                                                                                      \
+    __attribute__((target_clones("avx512f", "avx2,fma", "default"))) static void dw_flat_##K(             \
+        const float *restrict xp, int64_t wp, const float *wt, float *restrict yp, int64_t n, float bias) \
+    {                                                                                                  \
+        float w[K * K];                                                                                \
+        memcpy(w, wt, sizeof w);                                                                       \
+        for (int64_t q = 0; q < n; q++) {                                                              \
+            float acc = bias;                                                                          \
+            for (int i = 0; i < K; i++)                                                                \
+                for (int j = 0; j < K; j++)                                                            \
+                    acc += w[i * K + j] * xp[q + i * wp + j];                                          \
+            yp[q] = acc;                                                                               \
+        }                                                                                              \
+    }
+DW_FLAT(3)
+DW_FLAT(5)
+
+// Floats depthwise_flat needs for its padded input and output planes.
+static size_t dw_flat_floats(const nn_window *w)
+{
+    int64_t wp = w->in[2] + w->pb[2] + w->pe[2], hp = w->in[1] + w->pb[1] + w->pe[1];
+    return (size_t)(hp * wp + w->k[2] + w->out[1] * wp);
+}
+
+static bool dw_flat_ok(const nn_window *w)
+{
+    return w->s[1] == 1 && w->s[2] == 1 && w->d[1] == 1 && w->d[2] == 1 && w->k[1] == w->k[2] &&
+           (w->k[2] == 3 || w->k[2] == 5);
+}
+
+static void depthwise_flat(const float *x, const float *wt, float *y, const nn_window *w, float bias,
+                           const conv_epi *e, const float *res, float *buf)
+{
+    int64_t H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2], k = w->k[2];
+    int64_t pt = w->pb[1], pl = w->pb[2], wp = W + pl + w->pe[2], hp = H + pt + w->pe[1];
+    float *xp = buf, *yp = buf + hp * wp + k;
+    memset(xp, 0, (size_t)(pt * wp) * sizeof(float));
+    for (int64_t h = 0; h < H; h++) {
+        float *row = xp + (pt + h) * wp;
+        memset(row, 0, (size_t)pl * sizeof(float));
+        memcpy(row + pl, x + h * W, (size_t)W * sizeof(float));
+        memset(row + pl + W, 0, (size_t)w->pe[2] * sizeof(float));
+    }
+    memset(xp + (pt + H) * wp, 0, (size_t)((hp - pt - H) * wp + k) * sizeof(float));
+    (k == 3 ? dw_flat_3 : dw_flat_5)(xp, wp, wt, yp, OH * wp, bias);
+    for (int64_t oh = 0; oh < OH; oh++) {
+        memcpy(y + oh * OW, yp + oh * wp, (size_t)OW * sizeof(float));
+        epi_row(e, 0, res ? res + oh * OW : NULL, y + oh * OW, OW);
+    }
+}
 
 static void depthwise(const float *x, const float *wt, float *y, const nn_window *w, float bias, const float *zero,
                       const conv_epi *e, const float *res)
@@ -286,6 +364,7 @@ static void depthwise(const float *x, const float *wt, float *y, const nn_window
     if (lo > hi)
         lo = hi;
     bool fast = zero && dw == 1 && dh == 1 && kh == kw && (kw == 3 || kw == 5);
+    dw_interior_fn interior = fast ? dw_interior_pick(kw, sw) : NULL;
     for (int64_t oh = 0; oh < OH; oh++) {
         float *yr = y + oh * OW;
         int64_t ih0 = oh * sh - w->pb[1];
@@ -296,10 +375,7 @@ static void depthwise(const float *x, const float *wt, float *y, const nn_window
                 int64_t ih = ih0 + i;
                 rows[i] = ih >= 0 && ih < H ? x + ih * W : zero;
             }
-            if (kw == 3)
-                dw_interior_3(rows, wt, yr, a, b, sw, -pl, bias);
-            else
-                dw_interior_5(rows, wt, yr, a, b, sw, -pl, bias);
+            interior(rows, wt, yr, a, b, sw, -pl, bias);
         }
         // The other columns (all of them off the fast path), bounds checked.
         for (int64_t ow = 0; ow < OW; ow++) {
@@ -349,14 +425,20 @@ static void conv_task(void *arg, int task, int worker)
         // Tasks over (image, run of groups); each group one input channel.
         int64_t groups = (c->G + j->per_tile - 1) / j->per_tile;
         int64_t b = task / groups, g0 = task % groups * j->per_tile, g1 = MIN(c->G, g0 + j->per_tile);
+        float *buf = dw_flat_ok(&c->w) ? g_new(float, dw_flat_floats(&c->w)) : NULL;
         for (int64_t g = g0; g < g1; g++) {
             const float *x = j->X + (b * c->C + g) * c->Pin;
             for (int64_t m = g * c->Mg; m < (g + 1) * c->Mg; m++) {
                 int64_t o = (b * c->M + m) * c->P;
-                depthwise(x, j->Wt + m * c->K, j->Y + o, &c->w, j->bias ? j->bias[m] : 0, j->zero, &j->e,
-                          j->R ? j->R + o : NULL);
+                float bias = j->bias ? j->bias[m] : 0;
+                const float *res = j->R ? j->R + o : NULL;
+                if (buf)
+                    depthwise_flat(x, j->Wt + m * c->K, j->Y + o, &c->w, bias, &j->e, res, buf);
+                else
+                    depthwise(x, j->Wt + m * c->K, j->Y + o, &c->w, bias, j->zero, &j->e, res);
             }
         }
+        g_free(buf);
         return;
     }
     int64_t bg = task / j->tiles, t = task % j->tiles, b = bg / c->G, g = bg % c->G;

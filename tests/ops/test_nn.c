@@ -184,6 +184,10 @@ static void conv_random(void **state)
         { 6, 6, 6, 3, 1, 1, 1, 1, 1, 1, 8, 8 },   // depthwise
         { 6, 6, 6, 5, 2, 1, 1, 2, 2, 1, 13, 9 },  // depthwise stride 2, asymmetric
         { 4, 8, 4, 3, 1, 1, 1, 1, 1, 1, 5, 6 },   // depthwise with multiplier 2
+        { 5, 5, 5, 5, 1, 1, 2, 1, 0, 2, 19, 37 }, // depthwise 5x5 stride 1, asymmetric (padded plane)
+        { 3, 3, 3, 3, 1, 1, 0, 0, 0, 0, 9, 40 },  // depthwise, no pads
+        { 4, 4, 4, 3, 2, 1, 0, 1, 1, 1, 21, 45 }, // depthwise stride 2, wide rows
+        { 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 17, 50 }, // depthwise stride 3
         { 5, 4, 1, 1, 2, 1, 0, 0, 0, 0, 6, 6 },   // 1x1 stride 2 (im2col)
     };
     for (size_t t = 0; t < G_N_ELEMENTS(cases); t++) {
