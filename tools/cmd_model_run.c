@@ -15,7 +15,10 @@
 static const char run_usage[] =
     "usage: reel model run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR\n"
     "                      [--device cpu] [--threads N]\n";
-static const char bench_usage[] = "usage: reel model bench MODEL.onnx [--threads N] [--runs N] [--profile]\n";
+static const char bench_usage[] =
+    "usage: reel model bench MODEL.onnx [--threads N] [--runs N] [--profile] [--slowest N]\n"
+    "  --profile    time per op type\n"
+    "  --slowest N  the N nodes that take longest, by name\n";
 
 static const struct { reel_dtype dt; const char *descr; } npy_types[] = {
     { REEL_DTYPE_FLOAT32, "<f4" }, { REEL_DTYPE_INT64, "<i8" },   { REEL_DTYPE_UINT8, "|u1" },
@@ -286,6 +289,7 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct op_time {
     const char *op;
+    const char *name; // per-node rows
     double seconds;
     int nodes;
 } op_time;
@@ -298,7 +302,7 @@ static int by_time(const void *a, const void *b)
 int cmd_model_bench(int argc, char **argv)
 {
     const char *model_path = NULL;
-    int threads = 0, runs = 20;
+    int threads = 0, runs = 20, slowest = 0;
     bool profile = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -311,6 +315,8 @@ int cmd_model_bench(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--profile") == 0) {
             profile = true;
+        } else if (strcmp(a, "--slowest") == 0 && i + 1 < argc && parse_int(argv[i + 1], &slowest) && slowest > 0) {
+            i++;
         } else if (a[0] != '-' && !model_path) {
             model_path = a;
         } else {
@@ -330,6 +336,7 @@ int cmd_model_bench(int argc, char **argv)
     reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
     double *lat = g_new0(double, runs);
     GHashTable *ops = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    GArray *nodes = g_array_new(FALSE, TRUE, sizeof(op_time)); // in run order
     if (!m)
         goto fail;
     // Random inputs at the declared shapes, symbolic dims as 1.
@@ -355,7 +362,7 @@ int cmd_model_bench(int argc, char **argv)
     g_rand_free(rand);
     if (!(s = reel_session_new(m, reel_session_params(.threads = threads), &error)))
         goto fail;
-    reel_session_set_profile(s, profile);
+    reel_session_set_profile(s, profile || slowest);
     for (int r = -1; r < runs; r++) { // run -1 plans and warms up
         gint64 t0 = g_get_monotonic_time();
         if (reel_session_run(s, in, out, &error))
@@ -364,10 +371,16 @@ int cmd_model_bench(int argc, char **argv)
             lat[r] = (g_get_monotonic_time() - t0) * 1e-3;
         for (int i = 0; i < n_out; i++)
             reel_buffer_unref(&out[i]);
-        if (profile && r >= 0) {
+        if ((profile || slowest) && r >= 0) {
             int nt;
             const reel_session_node_time *t = reel_session_node_times(s, &nt);
+            if (nodes->len < (guint)nt)
+                g_array_set_size(nodes, (guint)nt);
             for (int k = 0; k < nt; k++) {
+                op_time *nd = &g_array_index(nodes, op_time, k);
+                nd->op = t[k].op;
+                nd->name = t[k].node;
+                nd->seconds += t[k].seconds;
                 op_time *o = g_hash_table_lookup(ops, t[k].op);
                 if (!o) {
                     o = g_new0(op_time, 1);
@@ -404,6 +417,14 @@ int cmd_model_bench(int argc, char **argv)
                    total > 0 ? 100 * arr[k].seconds / total : 0);
         g_free(arr);
     }
+    if (slowest) {
+        g_array_sort(nodes, by_time);
+        printf("  %-40s %-18s %10s\n", "node", "op", "ms/run");
+        for (guint k = 0; k < nodes->len && k < (guint)slowest; k++) {
+            const op_time *nd = &g_array_index(nodes, op_time, k);
+            printf("  %-40s %-18s %10.3f\n", nd->name, nd->op, nd->seconds * 1e3 / runs);
+        }
+    }
     rc = EXIT_OK;
 fail:
     if (error) {
@@ -414,6 +435,7 @@ fail:
     free_buffers(out, n_out);
     g_free(lat);
     g_hash_table_destroy(ops);
+    g_array_free(nodes, TRUE);
     reel_session_destroy(&s);
     reel_model_unref(&m);
     return rc;

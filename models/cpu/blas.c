@@ -104,6 +104,44 @@ void nn_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
                 A, lda, B, ldb, beta, C, ldc);
 }
 
+typedef struct gemm_split {
+    bool ta, tb, by_rows;
+    int M, N, K, lda, ldb, ldc, per_task;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} gemm_split;
+
+static void gemm_split_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const gemm_split *g = arg;
+    int i0 = task * g->per_task, n = MIN(g->per_task, (g->by_rows ? g->M : g->N) - i0);
+    if (g->by_rows) // rows of op(A): row i0 of A, or its column i0 when transposed
+        nn_sgemm(g->ta, g->tb, n, g->N, g->K, g->alpha, g->A + (g->ta ? (size_t)i0 : (size_t)i0 * g->lda), g->lda, g->B,
+                 g->ldb, g->beta, g->C + (size_t)i0 * g->ldc, g->ldc);
+    else // columns of op(B)
+        nn_sgemm(g->ta, g->tb, g->M, n, g->K, g->alpha, g->A, g->lda, g->B + (g->tb ? (size_t)i0 * g->ldb : (size_t)i0),
+                 g->ldb, g->beta, g->C + i0, g->ldc);
+}
+
+void nn_sgemm_parallel(const reel_exec_ctx *ctx, bool ta, bool tb, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    int threads = ctx->workers ? ctx->threads : 1;
+    // Below ~0.2 MFLOP waking the other threads costs more than it saves.
+    if (threads < 2 || (double)M * N * K < 1e5) {
+        nn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    gemm_split g = { ta, tb, M >= N, M, N, K, lda, ldb, ldc, 0, alpha, beta, A, B, C };
+    int len = g.by_rows ? M : N;
+    // Column slices in whole cache lines, so threads never share one of C's.
+    int unit = g.by_rows ? 1 : 16;
+    g.per_task = ((len + threads - 1) / threads + unit - 1) / unit * unit;
+    nn_parallel(ctx, (len + g.per_task - 1) / g.per_task, gemm_split_task, &g);
+}
+
 int nn_check_fused(const reel_ir_node *n, GError **error)
 {
     static const char *const known[] = { "Relu", "Clip", "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", NULL };

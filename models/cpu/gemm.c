@@ -36,7 +36,6 @@ static int gemm_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 
 static int gemm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     bool ta = reel_ir_attr_int(n, "transA", 0), tb = reel_ir_attr_int(n, "transB", 0);
     float alpha = reel_ir_attr_float(n, "alpha", 1), beta = reel_ir_attr_float(n, "beta", 1);
     const reel_tensor *a = in[0], *b = in[1], *c = n->n_inputs > 2 ? in[2] : NULL;
@@ -51,8 +50,8 @@ static int gemm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
                 y[i * N + j] = beta * cd[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
         cb = 1;
     }
-    nn_sgemm(ta, tb, (int)M, (int)N, (int)K, alpha, a->data, (int)a->shape[1], b->data, (int)b->shape[1], cb, y,
-             (int)N);
+    nn_sgemm_parallel(ctx, ta, tb, (int)M, (int)N, (int)K, alpha, a->data, (int)a->shape[1], b->data,
+                      (int)b->shape[1], cb, y, (int)N);
     nn_activate(n, y, (size_t)(M * N));
     return 0;
 }
@@ -124,7 +123,6 @@ static int matmul_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 
 static int matmul_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     const reel_tensor *a = in[0], *b = in[1];
     mm_geom m;
     if (mm_geom_init(n, a->rank, a->shape, b->rank, b->shape, &m, NULL))
@@ -139,7 +137,8 @@ static int matmul_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     }
     // B shared by every batch and A contiguous: one tall GEMM.
     if (bcount == 1) {
-        nn_sgemm(false, false, (int)(total * m.M), (int)m.N, (int)m.K, 1, A, (int)m.K, B, (int)m.N, 0, Y, (int)m.N);
+        nn_sgemm_parallel(ctx, false, false, (int)(total * m.M), (int)m.N, (int)m.K, 1, A, (int)m.K, B, (int)m.N, 0,
+                          Y, (int)m.N);
         return 0;
     }
     for (int64_t t = 0; t < total; t++) {
@@ -152,8 +151,8 @@ static int matmul_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
             astride *= m.abatch[i];
             bstride *= m.bbatch[i];
         }
-        nn_sgemm(false, false, (int)m.M, (int)m.N, (int)m.K, 1, A + ai * MK, (int)m.K, B + bi * KN, (int)m.N, 0,
-                 Y + t * MN, (int)m.N);
+        nn_sgemm_parallel(ctx, false, false, (int)m.M, (int)m.N, (int)m.K, 1, A + ai * MK, (int)m.K, B + bi * KN,
+                          (int)m.N, 0, Y + t * MN, (int)m.N);
     }
     return 0;
 }

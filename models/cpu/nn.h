@@ -43,6 +43,10 @@ void nn_parallel(const reel_exec_ctx *ctx, int n_tasks, nn_task_fn fn, void *arg
 void nn_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
+// nn_sgemm split over ctx's workers by rows (tall) or columns (wide) of C.
+void nn_sgemm_parallel(const reel_exec_ctx *ctx, bool ta, bool tb, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
 // Geometry of a convolution or pooling window over up to 3 spatial dims
 // (missing leading dims are 1 with k=1, s=1, p=0, d=1).
 typedef struct nn_window {

@@ -10,9 +10,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "models/cpu/workers.h"
 #include "models/op.h"
 
 #define MAX_IN 8
+
+// Every op runs twice: on the calling thread and split over two workers; the
+// two results must agree.
+static reel_workers *pool;
 
 static reel_tensor *tensor(reel_dtype dt, int rank, const int64_t *shape, const void *data)
 {
@@ -99,12 +104,26 @@ static reel_tensor *call(const opcall *c, int n_in, reel_tensor **in, int *rc)
     } else {
         reel_ir_value *v = reel_ir_value_at(g, output);
         y = reel_tensor_new(v->dtype, v->rank, v->dims);
-        reel_tensor *out[1] = { y };
-        reel_exec_ctx ctx = { .threads = 1 };
-        ctx.scratch_size = op->scratch ? op->scratch(&n, in, out) : 0;
-        ctx.scratch = g_malloc0(ctx.scratch_size + 1);
-        *rc = op->run(&n, in, out, &ctx);
-        g_free(ctx.scratch);
+        reel_tensor *y2 = reel_tensor_new(v->dtype, v->rank, v->dims);
+        for (int threads = 1; threads <= 2; threads++) {
+            reel_tensor *out[1] = { threads == 1 ? y : y2 };
+            reel_exec_ctx ctx = { .threads = threads, .workers = threads == 2 ? pool : NULL };
+            ctx.scratch_size = op->scratch ? op->scratch(&n, in, out) : 0;
+            ctx.scratch = g_malloc0(ctx.scratch_size + 1);
+            int r = op->run(&n, in, out, &ctx);
+            g_free(ctx.scratch);
+            if (threads == 1)
+                *rc = r;
+            else
+                assert_int_equal(r, *rc);
+        }
+        if (!*rc && y->dtype == REEL_DTYPE_FLOAT32) {
+            const float *a = y->data, *b = y2->data;
+            for (size_t i = 0; i < y->nbytes / 4; i++)
+                if (fabsf(a[i] - b[i]) > 1e-5f + 1e-5f * fabsf(a[i]))
+                    fail_msg("%s: element %zu is %g on one thread, %g on two", c->op, i, a[i], b[i]);
+        }
+        reel_tensor_free(&y2);
     }
     reel_ir_graph_free(&g);
     return y;
@@ -285,6 +304,37 @@ static void gemm_broadcast(void **state)
     expect(call_ok(&c, 3, in), 2, ysh, want, 1e-6f);
 }
 
+// Large enough for the product to be split over the workers, every
+// transposition, against a naive product.
+static void gemm_random(void **state)
+{
+    (void)state;
+    static const int64_t cases[][5] = { // M, N, K, transA, transB
+        { 1, 1000, 300, 0, 1 }, { 70, 50, 40, 1, 0 }, { 300, 20, 30, 0, 0 }, { 33, 130, 64, 1, 1 },
+    };
+    for (size_t t = 0; t < G_N_ELEMENTS(cases); t++) {
+        int64_t M = cases[t][0], N = cases[t][1], K = cases[t][2];
+        bool ta = cases[t][3], tb = cases[t][4];
+        int64_t ash[2] = { ta ? K : M, ta ? M : K }, bsh[2] = { tb ? N : K, tb ? K : N }, csh[1] = { N };
+        opcall c = { .op = "Gemm", .fused = "Relu" };
+        attr_int(&c, "transA", ta);
+        attr_int(&c, "transB", tb);
+        reel_tensor *in[3] = { random_tensor(2, ash, 20 + t), random_tensor(2, bsh, 30 + t), random_tensor(1, csh, 40) };
+        const float *A = in[0]->data, *B = in[1]->data, *C = in[2]->data;
+        float *want = g_new(float, M * N);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = C[j];
+                for (int64_t k = 0; k < K; k++)
+                    s += (double)A[ta ? k * M + i : i * K + k] * B[tb ? j * K + k : k * N + j];
+                want[i * N + j] = s > 0 ? (float)s : 0;
+            }
+        int64_t ysh[2] = { M, N };
+        expect(call_ok(&c, 3, in), 2, ysh, want, 1e-5f);
+        g_free(want);
+    }
+}
+
 static void matmul_batched_broadcast(void **state)
 {
     (void)state;
@@ -445,10 +495,14 @@ int main(void)
         cmocka_unit_test(conv_bad),
         cmocka_unit_test(convtranspose_hand),
         cmocka_unit_test(gemm_broadcast),
+        cmocka_unit_test(gemm_random),
         cmocka_unit_test(matmul_batched_broadcast),
         cmocka_unit_test(batchnorm_hand),
         cmocka_unit_test(pools_hand),
         cmocka_unit_test(resize_modes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    pool = reel_workers_create(2);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    reel_workers_destroy(&pool);
+    return failed;
 }
