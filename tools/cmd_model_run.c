@@ -419,10 +419,10 @@ int cmd_model_bench(int argc, char **argv)
     }
     if (slowest) {
         g_array_sort(nodes, by_time);
-        printf("  %-40s %-18s %10s\n", "node", "op", "ms/run");
+        printf("  %10s  %-18s %s\n", "ms/run", "op", "node");
         for (guint k = 0; k < nodes->len && k < (guint)slowest; k++) {
             const op_time *nd = &g_array_index(nodes, op_time, k);
-            printf("  %-40s %-18s %10.3f\n", nd->name, nd->op, nd->seconds * 1e3 / runs);
+            printf("  %10.3f  %-18s %s\n", nd->seconds * 1e3 / runs, nd->op, nd->name);
         }
     }
     rc = EXIT_OK;

@@ -18,6 +18,10 @@
 // core table, init selects again, reading OPENBLAS_CORETYPE.
 extern void gotoblas_dynamic_init(void) __attribute__((weak));
 extern void gotoblas_dynamic_quit(void) __attribute__((weak));
+// pthreads builds export this: stops OpenBLAS's own thread pool (started at
+// load with one thread per core; it is started again only if asked for more
+// than one thread).
+extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 static char setup_note[128];
 
@@ -36,6 +40,12 @@ static gpointer setup_once(gpointer unused)
     static const char *const avx512_cores[] = { "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
     static const char *const avx2_cores[] = { "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
                                               "Excavator", NULL };
+    // reel's kernels call OpenBLAS from their own workers, one thread each;
+    // OpenBLAS's idle pool would only spin beside them (sched_yield), taking
+    // a core's share from the workers.
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_)
+        blas_thread_shutdown_();
     if (getenv("OPENBLAS_CORETYPE"))
         return NULL; // the user's choice always wins
     const char *core = openblas_get_corename();
