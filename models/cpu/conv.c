@@ -6,6 +6,7 @@
 // (depthwise, weight-heavy GEMMs), spread over the session's threads. The
 // epilogue adds bias and the residual (ir.h) and applies the fused
 // activation in one pass over each tile.
+#include "models/cpu/microgemm.h"
 #include "models/cpu/nn.h"
 
 extern const reel_op nn_op_gemm, nn_op_matmul, nn_op_batchnorm, nn_op_maxpool, nn_op_averagepool,
@@ -225,10 +226,16 @@ static void epi_row(const conv_epi *e, float bias, const float *restrict res, fl
             }
         return;
     case ACT_CLIP:
-        for (int64_t i = 0; i < len; i++) {
-            float v = r[i] + bias + (res ? res[i] : 0);
-            r[i] = v < lo ? lo : v > hi ? hi : v;
-        }
+        if (res)
+            for (int64_t i = 0; i < len; i++) {
+                float v = r[i] + bias + res[i];
+                r[i] = v < lo ? lo : v > hi ? hi : v;
+            }
+        else
+            for (int64_t i = 0; i < len; i++) {
+                float v = r[i] + bias;
+                r[i] = v < lo ? lo : v > hi ? hi : v;
+            }
         return;
     default:
         if (res)
@@ -242,13 +249,19 @@ static void epi_row(const conv_epi *e, float bias, const float *restrict res, fl
     }
 }
 
-// rows x len block of y (row stride ld), bias[0..rows) (may be NULL),
-// residual with y's layout (may be NULL).
-static void epi_block(const conv_epi *e, const float *bias, const float *res, float *y, int64_t rows, int64_t len,
-                      int64_t ld)
+// y[rows, len] (row stride ld) = w[rows, K] x B[K, len] (row stride ldb)
+// with the epilogue fused into the product (bias[0..rows) and residual with
+// y's layout may be NULL); activations the kernel does not know follow in a
+// pass over the rows while they are in cache.
+static void gemm_block(const conv_epi *e, const float *w, int64_t K, const float *B, int64_t ldb,
+                       const float *bias, const float *res, float *y, int64_t rows, int64_t len, int64_t ld)
 {
-    for (int64_t m = 0; m < rows; m++)
-        epi_row(e, bias ? bias[m] : 0, res ? res + m * ld : NULL, y + m * ld, len);
+    nn_epilogue ep = { bias, res, ld, NN_ACT_NONE, e->lo, e->hi };
+    ep.act = e->act == ACT_RELU ? NN_ACT_RELU : e->act == ACT_CLIP ? NN_ACT_CLIP : NN_ACT_NONE;
+    nn_gemm_epi((int)rows, (int)len, (int)K, w, (int)K, B, (int)ldb, y, (int)ld, &ep);
+    if (e->act == ACT_OTHER)
+        for (int64_t m = 0; m < rows; m++)
+            nn_activate(e->n, y + m * ld, (size_t)len);
 }
 
 // One output channel of a depthwise conv: y[OH, OW] from x[H, W] and the
@@ -450,9 +463,8 @@ static void conv_task(void *arg, int task, int worker)
     if (j->kind == CONV_COL_M) {
         // im2col of the whole image done; this task: a run of output channels.
         int64_t m0 = t * j->per_tile, mn = MIN(c->Mg, m0 + j->per_tile) - m0;
-        nn_sgemm(false, false, (int)mn, (int)c->P, (int)c->K, 1, w + m0 * c->K, (int)c->K, j->scratch, (int)c->P, 0,
-                 y + m0 * c->P, (int)c->P);
-        epi_block(&j->e, bias ? bias + m0 : NULL, res ? res + m0 * c->P : NULL, y + m0 * c->P, mn, c->P, c->P);
+        gemm_block(&j->e, w + m0 * c->K, c->K, j->scratch, c->P, bias ? bias + m0 : NULL,
+                   res ? res + m0 * c->P : NULL, y + m0 * c->P, mn, c->P, c->P);
         return;
     }
     int64_t p0, pn;
@@ -475,8 +487,7 @@ static void conv_task(void *arg, int task, int worker)
         B = col;
         ldb = (int)pn;
     }
-    nn_sgemm(false, false, (int)c->Mg, (int)pn, (int)c->K, 1, w, (int)c->K, B, ldb, 0, y + p0, (int)c->P);
-    epi_block(&j->e, bias, res ? res + p0 : NULL, y + p0, c->Mg, pn, c->P);
+    gemm_block(&j->e, w, c->K, B, ldb, bias, res ? res + p0 : NULL, y + p0, c->Mg, pn, c->P);
 }
 
 static void im2col_task(void *arg, int task, int worker)

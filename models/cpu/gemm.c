@@ -1,4 +1,5 @@
 // Gemm and MatMul (numpy semantics: batched, broadcasting, 1-D operands).
+#include "models/cpu/microgemm.h"
 #include "models/cpu/nn.h"
 
 // ---- Gemm
@@ -34,6 +35,35 @@ static int gemm_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     return 0;
 }
 
+// A classifier's Gemm: one row times weights stored [N, K] (transB), plus a
+// bias per output. Done as the weights times the row (a column), with the
+// bias fused, split over the workers by output.
+typedef struct gemv_job {
+    const float *w, *x, *bias;
+    float *y;
+    int N, K, per_task;
+} gemv_job;
+
+static void gemv_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const gemv_job *j = arg;
+    int n0 = task * j->per_task, n = MIN(j->per_task, j->N - n0);
+    nn_epilogue e = { .bias = j->bias ? j->bias + n0 : NULL, .ldr = 1 };
+    nn_gemm_epi(n, 1, j->K, j->w + (size_t)n0 * j->K, j->K, j->x, 1, j->y + n0, 1, &e);
+}
+
+// Whether gemv_task can do this Gemm: A one row, B transposed, alpha 1 and
+// C (if any) one value per output, added once.
+static bool is_gemv(const reel_ir_node *n, const reel_tensor *c, int64_t M, int64_t N)
+{
+    bool ta = reel_ir_attr_int(n, "transA", 0), tb = reel_ir_attr_int(n, "transB", 0);
+    float alpha = reel_ir_attr_float(n, "alpha", 1), beta = reel_ir_attr_float(n, "beta", 1);
+    bool per_column = !c || (beta == 1 && c->rank >= 1 && c->shape[c->rank - 1] == N &&
+                             reel_tensor_count(c->rank, c->shape) == N);
+    return M == 1 && !ta && tb && alpha == 1 && per_column;
+}
+
 static int gemm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     bool ta = reel_ir_attr_int(n, "transA", 0), tb = reel_ir_attr_int(n, "transB", 0);
@@ -41,6 +71,15 @@ static int gemm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
     const reel_tensor *a = in[0], *b = in[1], *c = n->n_inputs > 2 ? in[2] : NULL;
     int64_t M = out[0]->shape[0], N = out[0]->shape[1], K = a->shape[ta ? 0 : 1];
     float *y = out[0]->data;
+    if (is_gemv(n, c, M, N)) {
+        int threads = ctx->workers ? ctx->threads : 1;
+        gemv_job j = { b->data, a->data, c ? c->data : NULL, y, (int)N, (int)K, 0 };
+        // Whole cache lines of y per task; one task when the product is small.
+        j.per_task = (double)N * K < 1e5 ? (int)N : (int)((N + threads - 1) / threads + 15) / 16 * 16;
+        nn_parallel(ctx, (j.N + j.per_task - 1) / j.per_task, gemv_task, &j);
+        nn_activate(n, y, (size_t)N);
+        return 0;
+    }
     float cb = 0;
     if (c && beta != 0) {
         int64_t cm = c->rank == 2 ? c->shape[0] : 1, cn = c->rank >= 1 ? c->shape[c->rank - 1] : 1;
