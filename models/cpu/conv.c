@@ -208,8 +208,9 @@ static void epi_init(const reel_ir_node *n, conv_epi *e)
     e->hi = n->fused_b;
 }
 
-// One row r[0..len) with its bias and (NULL: none) residual row.
-static void epi_row(const conv_epi *e, float bias, const float *restrict res, float *restrict r, int64_t len)
+// One row r[0..len) with its bias and (NULL: none) residual row. Built for
+// AVX-512, AVX2 and the baseline like the depthwise loops it follows.
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) static void epi_row(const conv_epi *e, float bias, const float *restrict res, float *restrict r, int64_t len)
 {
     float lo = e->lo, hi = e->hi;
     switch (e->act) {
@@ -356,10 +357,10 @@ static void depthwise_flat(const float *x, const float *wt, float *y, const nn_w
     }
     memset(xp + (pt + H) * wp, 0, (size_t)((hp - pt - H) * wp + k) * sizeof(float));
     (k == 3 ? dw_flat_3 : dw_flat_5)(xp, wp, wt, yp, OH * wp, bias);
-    for (int64_t oh = 0; oh < OH; oh++) {
+    for (int64_t oh = 0; oh < OH; oh++)
         memcpy(y + oh * OW, yp + oh * wp, (size_t)OW * sizeof(float));
-        epi_row(e, 0, res ? res + oh * OW : NULL, y + oh * OW, OW);
-    }
+    // The plane in one pass: rows of 7 or 14 are too short to vectorize.
+    epi_row(e, 0, res, y, OH * OW);
 }
 
 static void depthwise(const float *x, const float *wt, float *y, const nn_window *w, float bias, const float *zero,
@@ -409,9 +410,9 @@ static void depthwise(const float *x, const float *wt, float *y, const nn_window
             }
             yr[ow] = acc;
         }
-        // Bias is in; residual and activation while the row is in cache.
-        epi_row(e, 0, res ? res + oh * OW : NULL, yr, OW);
     }
+    // Bias is in; residual and activation over the plane in one pass.
+    epi_row(e, 0, res, y, OH * OW);
 }
 
 // Columns per GEMM tile: the tile's im2col panel (K rows) and output (M
