@@ -13,6 +13,8 @@ extern const reel_element_class reel_encode_class;
 extern const reel_element_class reel_fakesink_class;
 extern const reel_element_class reel_funnel_class;
 extern const reel_element_class reel_identity_class;
+extern const reel_element_class reel_overlay_class;
+extern const reel_element_class reel_preprocess_class;
 extern const reel_element_class reel_queue_class;
 extern const reel_element_class reel_sink_class;
 extern const reel_element_class reel_source_class;
@@ -22,7 +24,8 @@ extern const reel_element_class reel_upload_class;
 
 static const reel_element_class *const builtin[] = {
     &reel_capsfilter_class, &reel_convert_class, &reel_decode_class, &reel_download_class, &reel_encode_class,
-    &reel_fakesink_class,   &reel_funnel_class,  &reel_identity_class, &reel_queue_class,
+    &reel_fakesink_class,   &reel_funnel_class,  &reel_identity_class, &reel_overlay_class,
+    &reel_preprocess_class, &reel_queue_class,
     &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class, &reel_upload_class,
 };
 

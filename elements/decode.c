@@ -1,12 +1,18 @@
 // decode: encoded video packets to raw frames with libavcodec. Frames are
 // the decoder's own (wrapped, not copied); damaged data is concealed,
-// counted and reported rather than fatal.
+// counted and reported rather than fatal. Pinned to a GPU, the decoder
+// writes its frames straight into host-visible memory of that device (its
+// own get_buffer2), so the GPU reads them where they were decoded.
 #include "elements/av_common.h"
 
 #include <string.h>
 
+#include <libavutil/hwcontext.h>
+#include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 #include <libavutil/version.h>
+
+enum { HW_NONE, HW_AUTO, HW_VAAPI, HW_CUDA, HW_VULKAN };
 
 enum { THREAD_FRAME = FF_THREAD_FRAME, THREAD_SLICE = FF_THREAD_SLICE, THREAD_BOTH = FF_THREAD_FRAME | FF_THREAD_SLICE };
 
@@ -17,6 +23,7 @@ enum { THREAD_FRAME = FF_THREAD_FRAME, THREAD_SLICE = FF_THREAD_SLICE, THREAD_BO
 typedef struct decode_priv {
     int threads;
     int thread_type;
+    int hw;
 
     AVCodecContext *ctx;
     AVPacket *pkt;
@@ -24,7 +31,22 @@ typedef struct decode_priv {
     reel_fraction time_base;  // of the packets, and so of the frames
     int64_t frames_out;
     int64_t corrupt;          // packets rejected plus frames flagged damaged
+
+    reel_device *dev;         // set when frames go to device memory
+    reel_mem_domain domain;   // where the decoder writes them
+    bool direct;              // the decoder writes into device memory itself (get_buffer2)
+    enum AVPixelFormat hw_format; // frames of a hardware decoder; AV_PIX_FMT_NONE: software
+    AVFrame *sw_frame;        // a hardware frame's contents, transferred
 } decode_priv;
+
+static const reel_enum_value hw_modes[] = {
+    { "none", HW_NONE, "software decoding" },
+    { "auto", HW_AUTO, "a hardware decoder of the pinned GPU's kind when FFmpeg has one, else software" },
+    { "vaapi", HW_VAAPI, "VA-API (Intel, AMD)" },
+    { "cuda", HW_CUDA, "NVDEC (NVIDIA)" },
+    { "vulkan", HW_VULKAN, "Vulkan video" },
+    { NULL },
+};
 
 static const reel_enum_value thread_types[] = {
     { "frame", THREAD_FRAME, "several frames at once (more latency)" },
@@ -38,6 +60,8 @@ static const reel_prop props[] = {
       .help = "decoding threads; 0: one per core" },
     { "thread-type", REEL_PROP_ENUM, offsetof(decode_priv, thread_type), "both", .values = thread_types,
       .help = "how the decoder uses its threads" },
+    { "hw", REEL_PROP_ENUM, offsetof(decode_priv, hw), "auto", .values = hw_modes,
+      .help = "hardware decoding; unavailable: software, with a warning saying why" },
     { NULL },
 };
 
@@ -63,7 +87,8 @@ static int configure(reel_element *e, int pad, reel_caps *out)
                                   "(reel decodes to 8-bit gray, rgb, yuv420p/422p/444p and nv12)",
                                   in->codec[0] ? in->codec : "input");
     out->media = REEL_MEDIA_VIDEO_RAW;
-    out->memory = REEL_MEMORY_HOST;
+    reel_device *dev = reel_element_device(e);
+    out->memory = dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU ? REEL_MEMORY_DEVICE : REEL_MEMORY_HOST;
     out->pixfmts = pf;
     out->width = in->width;
     out->height = in->height;
@@ -77,6 +102,13 @@ static int start(reel_element *e)
     decode_priv *s = reel_element_priv(e);
     s->frames_out = 0;
     s->corrupt = 0;
+    s->dev = NULL;
+    if (reel_element_output_format(e, 0)->memory == REEL_MEMORY_DEVICE) {
+        s->dev = reel_element_device(e);
+        // Unified memory: the device's own memory is the host's. Otherwise
+        // host memory the GPU reads over the bus (counted as moved).
+        s->domain = reel_device_info_of(s->dev)->unified_memory ? REEL_MEM_DEVICE : REEL_MEM_HOST;
+    }
     s->pkt = av_packet_alloc();
     s->frame = av_frame_alloc();
     if (!s->pkt || !s->frame)
@@ -90,6 +122,166 @@ static void stop(reel_element *e)
     avcodec_free_context(&s->ctx);
     av_packet_free(&s->pkt);
     av_frame_free(&s->frame);
+    av_frame_free(&s->sw_frame);
+}
+
+// ---- Frames in device memory
+
+static void release_mem(void *opaque, uint8_t *data)
+{
+    (void)data;
+    reel_mem *m = opaque;
+    reel_mem_unmap(m);
+    reel_mem_unref(&m);
+}
+
+// The decoder's frame buffers as device memory: FFmpeg's alignment rules
+// (avcodec_align_dimensions2, linesizes rounded up to the SIMD alignment),
+// all planes in one reel_mem. Called from the decoder's threads.
+static int get_buffer(AVCodecContext *ctx, AVFrame *frame, int flags)
+{
+    (void)flags;
+    decode_priv *s = ctx->opaque;
+    int w = frame->width, h = frame->height, align[AV_NUM_DATA_POINTERS];
+    avcodec_align_dimensions2(ctx, &w, &h, align);
+    int linesize[4] = { 0 };
+    for (int tries = 0;; tries++) {
+        if (av_image_fill_linesizes(linesize, frame->format, w) < 0 || tries > 8)
+            return AVERROR(EINVAL);
+        bool aligned = true;
+        for (int i = 0; i < 4; i++)
+            aligned &= linesize[i] % align[i] == 0;
+        if (aligned)
+            break;
+        w += w & ~(w - 1);
+    }
+    size_t sizes[4];
+    ptrdiff_t strides[4] = { linesize[0], linesize[1], linesize[2], linesize[3] };
+    if (av_image_fill_plane_sizes(sizes, frame->format, h, strides) < 0)
+        return AVERROR(EINVAL);
+    size_t offsets[4], total = 0;
+    for (int i = 0; i < 4; i++) {
+        offsets[i] = total;
+        total += (sizes[i] + 63) & ~(size_t)63;
+    }
+    total += 64; // SIMD readers may read a little past the end
+    reel_mem *m = reel_mem_new(s->dev, reel_mem_params(.size = total, .domain = s->domain), NULL);
+    void *ptr = NULL;
+    if (!m || reel_mem_map(m, REEL_MAP_WRITE, &ptr) < 0) {
+        reel_mem_unref(&m);
+        return AVERROR(ENOMEM);
+    }
+    frame->buf[0] = av_buffer_create(ptr, total, release_mem, m, 0);
+    if (!frame->buf[0]) {
+        release_mem(m, ptr);
+        return AVERROR(ENOMEM);
+    }
+    for (int i = 0; i < 4; i++) {
+        frame->data[i] = sizes[i] ? (uint8_t *)ptr + offsets[i] : NULL;
+        frame->linesize[i] = sizes[i] ? linesize[i] : 0;
+    }
+    frame->extended_data = frame->data;
+    return 0;
+}
+
+// A frame as a buffer in device memory: the decoder's own memory when it
+// wrote there, else a copy (decoders that cannot take a get_buffer2).
+static reel_buffer *device_frame(reel_element *e, const reel_caps *f, const AVFrame *frame)
+{
+    decode_priv *s = reel_element_priv(e);
+    reel_pixfmt pf = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
+    if (s->direct) {
+        reel_mem *m = av_buffer_get_opaque(frame->buf[0]);
+        size_t offsets[REEL_MAX_PLANES] = { 0 };
+        for (int p = 0; p < reel_pixfmt_planes(pf); p++)
+            offsets[p] = (size_t)(frame->data[p] - frame->buf[0]->data);
+        reel_buffer *b = reel_buffer_new_device_planes(f, reel_mem_ref(m), offsets, frame->linesize);
+        // Host memory read by the GPU crosses the bus all the same.
+        if (b && s->domain == REEL_MEM_HOST)
+            reel_element_xfer(e)->to_device += (int64_t)reel_buffer_packed_size(f);
+        return b;
+    }
+    reel_buffer *host = reel_av_wrap_frame(f, frame);
+    size_t size = reel_buffer_packed_size(f);
+    reel_mem *m = host ? reel_mem_new(s->dev, reel_mem_params(.size = size, .domain = REEL_MEM_DEVICE), NULL) : NULL;
+    uint8_t *packed = m ? g_malloc(size) : NULL;
+    if (packed) {
+        reel_buffer_pack(host, packed);
+        if (reel_mem_upload(m, 0, packed, size, reel_element_xfer(e)) < 0)
+            reel_mem_unref(&m);
+    }
+    g_free(packed);
+    reel_buffer_unref(&host);
+    return m ? reel_buffer_new_device(f, m) : NULL;
+}
+
+// ---- Hardware decoding
+
+static enum AVPixelFormat pick_hw_format(AVCodecContext *ctx, const enum AVPixelFormat *formats)
+{
+    const decode_priv *s = ctx->opaque;
+    for (const enum AVPixelFormat *f = formats; *f != AV_PIX_FMT_NONE; f++)
+        if (*f == s->hw_format)
+            return *f;
+    return formats[0]; // the decoder's software choice
+}
+
+// The hardware device types to try for the hw property and the pinned device.
+static int hw_candidates(reel_element *e, enum AVHWDeviceType *types)
+{
+    decode_priv *s = reel_element_priv(e);
+    switch (s->hw) {
+    case HW_VAAPI: types[0] = AV_HWDEVICE_TYPE_VAAPI; return 1;
+    case HW_CUDA: types[0] = AV_HWDEVICE_TYPE_CUDA; return 1;
+    case HW_VULKAN: types[0] = AV_HWDEVICE_TYPE_VULKAN; return 1;
+    case HW_AUTO:
+        // On the cpu or a software GPU (lavapipe), software is the decoder.
+        if (!s->dev || reel_device_info_of(s->dev)->type == REEL_DEVICE_CPU)
+            return 0;
+        types[0] = reel_device_info_of(s->dev)->vendor_id == 0x10de ? AV_HWDEVICE_TYPE_CUDA : AV_HWDEVICE_TYPE_VAAPI;
+        types[1] = AV_HWDEVICE_TYPE_VULKAN;
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+// Sets up a hardware decoder when asked for and available; otherwise the
+// decoder stays in software and a warning says why (for an explicit choice,
+// or `auto` on a GPU).
+static void try_hw(reel_element *e, const AVCodec *codec)
+{
+    decode_priv *s = reel_element_priv(e);
+    enum AVHWDeviceType types[2];
+    int n = hw_candidates(e, types);
+    GString *why = g_string_new(NULL);
+    for (int i = 0; i < n; i++) {
+        const char *name = av_hwdevice_get_type_name(types[i]);
+        enum AVPixelFormat format = AV_PIX_FMT_NONE;
+        for (int k = 0;; k++) {
+            const AVCodecHWConfig *cfg = avcodec_get_hw_config(codec, k);
+            if (!cfg)
+                break;
+            if (cfg->device_type == types[i] && (cfg->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX))
+                format = cfg->pix_fmt;
+        }
+        AVBufferRef *hwdev = NULL;
+        int rc = format == AV_PIX_FMT_NONE ? AVERROR(ENOSYS) : av_hwdevice_ctx_create(&hwdev, types[i], NULL, NULL, 0);
+        if (rc >= 0) {
+            s->hw_format = format;
+            s->ctx->hw_device_ctx = hwdev;
+            s->ctx->get_format = pick_hw_format;
+            reel_element_info(e, "decoding %s with %s", codec->name, name);
+            g_string_free(why, TRUE);
+            return;
+        }
+        g_string_append_printf(why, "%s%s: %s", why->len ? "; " : "", name ? name : "?",
+                               format == AV_PIX_FMT_NONE ? "FFmpeg's decoder has no such hardware path"
+                                                         : reel_av_err(rc));
+    }
+    if (n)
+        reel_element_warning(e, "no hardware decoder (%s); decoding %s in software", why->str, codec->name);
+    g_string_free(why, TRUE);
 }
 
 // Opens the decoder from the stream's parameters (extradata, profile) when
@@ -113,6 +305,12 @@ static int open_decoder(reel_element *e, const AVCodecParameters *par, reel_frac
         s->ctx->pkt_timebase = (AVRational){ tb.num, tb.den };
     s->ctx->thread_count = s->threads;
     s->ctx->thread_type = s->thread_type;
+    s->ctx->opaque = s;
+    s->hw_format = AV_PIX_FMT_NONE;
+    try_hw(e, codec);
+    s->direct = s->dev && s->hw_format == AV_PIX_FMT_NONE && (codec->capabilities & AV_CODEC_CAP_DR1);
+    if (s->direct)
+        s->ctx->get_buffer2 = get_buffer;
     if ((rc = avcodec_open2(s->ctx, codec, NULL)) < 0)
         return reel_element_error(e, REEL_EUNSUPPORTED, "cannot open the %s decoder: %s", codec->name,
                                   reel_av_err(rc));
@@ -166,7 +364,8 @@ static int push_frame(reel_element *e, AVFrame *frame)
     f.pixfmts = fc.pixfmts;
     f.width = fc.width;
     f.height = fc.height;
-    reel_buffer *b = reel_av_wrap_frame(&f, frame);
+    f.memory = s->dev ? REEL_MEMORY_DEVICE : REEL_MEMORY_HOST;
+    reel_buffer *b = s->dev ? device_frame(e, &f, frame) : reel_av_wrap_frame(&f, frame);
     if (!b)
         return reel_element_error(e, REEL_ENOMEM, "out of memory wrapping a %dx%d frame", f.width, f.height);
     int64_t pts = frame->best_effort_timestamp != AV_NOPTS_VALUE ? frame->best_effort_timestamp : frame->pts;
@@ -199,8 +398,26 @@ static int receive_frames(reel_element *e)
             continue;
         }
         errors = 0;
-        rc = push_frame(e, s->frame);
+        AVFrame *frame = s->frame;
+        if (s->frame->format == s->hw_format && s->hw_format != AV_PIX_FMT_NONE) {
+            // The hardware's surface comes to the host, then as any
+            // software frame to the pinned device (the bytes are counted).
+            if (!s->sw_frame && !(s->sw_frame = av_frame_alloc()))
+                return reel_element_error(e, REEL_ENOMEM, "out of memory");
+            if ((rc = av_hwframe_transfer_data(s->sw_frame, s->frame, 0)) < 0 ||
+                (rc = av_frame_copy_props(s->sw_frame, s->frame)) < 0) {
+                av_frame_unref(s->frame);
+                return reel_element_error(e, REEL_EIO, "cannot read a hardware frame: %s", reel_av_err(rc));
+            }
+            reel_element_xfer(e)->to_host += (int64_t)av_image_get_buffer_size(s->sw_frame->format,
+                                                                                 s->sw_frame->width,
+                                                                                 s->sw_frame->height, 1);
+            frame = s->sw_frame;
+        }
+        rc = push_frame(e, frame);
         av_frame_unref(s->frame);
+        if (s->sw_frame)
+            av_frame_unref(s->sw_frame);
         if (rc < 0)
             return rc;
     }
@@ -278,12 +495,13 @@ static int flush(reel_element *e)
 
 const reel_element_class reel_decode_class = {
     .name = "decode",
-    .description = "Decodes video with libavcodec (any codec FFmpeg has)",
+    .description = "Decodes video with libavcodec (any codec FFmpeg has), into the device's memory when pinned to one",
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN,
     .priv_size = sizeof(decode_priv),
     .props = props,
     .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = 1,
-    .input_caps = "video/encoded",
+    .input_caps = "video/encoded,memory=host",
     .output_caps = "video/raw",
     .configure = configure,
     .start = start,

@@ -33,7 +33,9 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     download_priv *s = reel_element_priv(e);
     reel_caps f = in->format;
     f.memory = REEL_MEMORY_HOST;
-    size_t size = reel_buffer_packed_size(&f);
+    // A frame laid out by its producer (rows with padding) comes back whole.
+    bool packed = reel_buffer_is_packed(in);
+    size_t size = packed ? reel_buffer_packed_size(&f) : reel_mem_size(in->mem);
     reel_buffer *out = reel_buffer_new_format(&f);
     int rc = out ? 0 : REEL_ENOMEM;
     bool tensor = f.media == REEL_MEDIA_TENSOR;
@@ -44,8 +46,10 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     }
     if (rc == 0)
         rc = reel_mem_download(in->mem, 0, tensor ? out->data : s->packed, size, reel_element_xfer(e));
-    if (rc == 0 && !tensor)
+    if (rc == 0 && !tensor && packed)
         reel_buffer_unpack(out, s->packed);
+    else if (rc == 0 && !tensor)
+        reel_buffer_unpack_layout(out, s->packed, in);
     if (rc == 0) {
         reel_buffer_copy_props(out, in);
     } else {

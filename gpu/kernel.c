@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gpu/backend.h"
+#include "gpu/preprocess.h"
 
 // From the build tree: glslc's output for gpu/shaders/NAME.comp.
 #define SHADER(name)                                                                               \
@@ -13,6 +14,8 @@
 SHADER(saxpy)
 SHADER(reduce_sum)
 SHADER(fill)
+SHADER(preprocess)
+SHADER(overlay)
 #undef SHADER
 
 #define DESC(n, nbuf, w, push, local)                                                                 \
@@ -23,6 +26,8 @@ const reel_kernel_desc reel_kernel_descs[] = {
     DESC(saxpy, 2, 1u << 1, 8, 64),
     DESC(reduce_sum, 2, 1u << 1, 8, 256),
     DESC(fill, 1, 1u << 0, 8, 64),
+    DESC(preprocess, 2, 1u << 1, sizeof(reel_preprocess_push), 64),
+    DESC(overlay, 3, 1u << 0, 40, 64),
 };
 const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
 

@@ -127,12 +127,52 @@ static void unref_mem(void *opaque)
     reel_mem_unref(&m);
 }
 
-reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem)
+reel_buffer *reel_buffer_new_device_planes(const reel_caps *f, reel_mem *mem, const size_t *offsets,
+                                           const int *strides)
 {
     reel_buffer *b = reel_buffer_new_wrapped(f, NULL, reel_mem_size(mem), unref_mem, mem);
-    if (b)
-        b->mem = mem;
+    if (!b)
+        return NULL;
+    b->mem = mem;
+    if (f->media == REEL_MEDIA_VIDEO_RAW) {
+        reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
+        for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+            b->offsets[p] = offsets[p];
+            b->strides[p] = strides[p];
+        }
+    }
     return b;
+}
+
+reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem)
+{
+    size_t offsets[REEL_MAX_PLANES] = { 0 }, at = 0;
+    int strides[REEL_MAX_PLANES] = { 0 };
+    if (f->media == REEL_MEDIA_VIDEO_RAW && f->pixfmts) {
+        reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
+        for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+            offsets[p] = at;
+            strides[p] = (int)reel_pixfmt_row_bytes(pf, p, f->width);
+            at += (size_t)strides[p] * (size_t)reel_pixfmt_plane_height(pf, p, f->height);
+        }
+    }
+    return reel_buffer_new_device_planes(f, mem, offsets, strides);
+}
+
+bool reel_buffer_is_packed(const reel_buffer *b)
+{
+    const reel_caps *f = &b->format;
+    if (f->media != REEL_MEDIA_VIDEO_RAW)
+        return true;
+    reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
+    size_t at = 0;
+    for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+        size_t row = reel_pixfmt_row_bytes(pf, p, f->width);
+        if (b->offsets[p] != at || (size_t)b->strides[p] != row)
+            return false;
+        at += row * (size_t)reel_pixfmt_plane_height(pf, p, f->height);
+    }
+    return true;
 }
 
 size_t reel_buffer_packed_size(const reel_caps *f)
@@ -172,6 +212,17 @@ void reel_buffer_pack(const reel_buffer *b, uint8_t *dst)
 void reel_buffer_unpack(reel_buffer *b, const uint8_t *src)
 {
     copy_rows(b, (uint8_t *)src, false);
+}
+
+void reel_buffer_unpack_layout(reel_buffer *b, const uint8_t *src, const reel_buffer *layout)
+{
+    reel_pixfmt pf = __builtin_ctzll(b->format.pixfmts);
+    for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+        size_t n = reel_pixfmt_row_bytes(pf, p, b->format.width);
+        for (int y = 0; y < reel_pixfmt_plane_height(pf, p, b->format.height); y++)
+            memcpy(b->planes[p] + (size_t)y * b->strides[p],
+                   src + layout->offsets[p] + (size_t)y * layout->strides[p], n);
+    }
 }
 
 reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,

@@ -42,7 +42,9 @@ static int vk_buf_create(reel_device *dev, vk_buf *b, size_t size, reel_mem_doma
     *b = (vk_buf){ 0 };
     VkBufferCreateInfo bi = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = size,
+        // Whole 32-bit words, so that kernels reading bytes as uint words
+        // reach the last byte of any size.
+        .size = (size + 3) & ~(size_t)3,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,

@@ -33,10 +33,13 @@ typedef struct reel_buffer {
     size_t size;               // bytes used (packets) or allocated (frames, tensors)
     uint8_t *planes[REEL_MAX_PLANES]; // video in host memory: plane starts
     int strides[REEL_MAX_PLANES];     // video: bytes per row of each plane
-    // Device memory holding the contents (format.memory is DEVICE), or NULL.
-    // Frames there are packed: plane after plane, rows of exactly their
-    // visible bytes (reel_buffer_packed_size()); data and planes are NULL.
+    // Device memory holding the contents (format.memory is DEVICE), or NULL;
+    // data and planes are NULL then. Frames there have their planes at
+    // offsets[] with rows strides[] bytes apart: packed (plane after plane,
+    // rows of exactly their visible bytes, reel_buffer_packed_size()) unless
+    // the producer says otherwise (a decoder writing into device memory).
     reel_mem *mem;
+    size_t offsets[REEL_MAX_PLANES];
 
     int64_t pts, duration;     // in time_base units; REEL_PTS_NONE when unknown
     int64_t dts;               // encoded packets: decode order time; REEL_PTS_NONE when unknown
@@ -79,6 +82,14 @@ reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, siz
 // (its memory field DEVICE), packed. Takes over the caller's reference on mem.
 reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem);
 
+// The same for a frame whose planes lie in mem at offsets[] with rows
+// strides[] bytes apart, as a decoder laid them out.
+reel_buffer *reel_buffer_new_device_planes(const reel_caps *f, reel_mem *mem, const size_t *offsets,
+                                           const int *strides);
+
+// Whether a device frame's planes are packed (tensors always are).
+bool reel_buffer_is_packed(const reel_buffer *b);
+
 // Bytes of a fixed raw-video or tensor format with no row padding: what a
 // transfer to or from device memory moves. 0 for other formats.
 size_t reel_buffer_packed_size(const reel_caps *f);
@@ -88,6 +99,9 @@ size_t reel_buffer_packed_size(const reel_caps *f);
 // host frame's planes. Raw video only.
 void reel_buffer_pack(const reel_buffer *b, uint8_t *dst);
 void reel_buffer_unpack(reel_buffer *b, const uint8_t *src);
+// Copies the visible rows of frame bytes laid out as `layout` says (its
+// offsets and strides: a device frame's, read back whole) into host frame b.
+void reel_buffer_unpack_layout(reel_buffer *b, const uint8_t *src, const reel_buffer *layout);
 
 // Thread-safety: ref and unref may be called from any thread.
 reel_buffer *reel_buffer_ref(reel_buffer *b);

@@ -206,7 +206,7 @@ int reel_mem_download(reel_mem *m, size_t offset, void *dst, size_t size, reel_x
 #define REEL_KERNEL_MAX_PUSH 128
 
 typedef struct reel_kernel_params {
-    const char *name;       // a built-in kernel: "saxpy", "reduce_sum", "fill"
+    const char *name;       // a built-in kernel: "saxpy", "reduce_sum", "fill", "preprocess", "overlay"
     uint32_t local_size;    // workgroup size (x); 0: the kernel's default
 } reel_kernel_params;
 
@@ -218,6 +218,16 @@ typedef struct reel_kernel_params {
 //   reduce_sum  buffers {in, out}: out[g] = sum of in[g*chunk .. min(n, (g+1)*chunk))
 //               for each group g. push {uint32_t n; uint32_t chunk}.
 //   fill        buffers {out}: out[i] = value for i < n. push {float value; uint32_t n}.
+//   preprocess  buffers {frame, tensor}: a yuv420p/yuvj420p/nv12/rgb24/bgr24/rgba frame
+//               (planes packed at any byte offset; buffer size a multiple of 4) to a
+//               float32 tensor: ROI, bilinear resize, BT.601, normalization, NCHW/NHWC.
+//               push reel_preprocess_push (108 bytes). groups: ceil(dst_w * dst_h /
+//               local_size). The definition: gpu/preprocess.h.
+//   overlay     buffers {frame, prims, font}: paints boxes, filled boxes and 5x7 glyphs
+//               into a yuv420p/yuvj420p/nv12/rgb24/bgr24/rgba frame in place, a later
+//               primitive over an earlier one; padding bytes untouched. push
+//               reel_overlay_push (40 bytes). groups: ceil(ceil(frame bytes / 4) / local_size).
+//               Layouts, coverage and font: gpu/overlay.h.
 //
 // Creates a kernel on dev (compiling through the device's on-disk pipeline
 // cache: $REEL_CACHE_DIR, else $XDG_CACHE_HOME/reel, else ~/.cache/reel).

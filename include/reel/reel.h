@@ -10,6 +10,7 @@
 #include "error.h"
 #include "parse.h"
 #include "pipeline.h"
+#include "vision.h"
 #include <reel/version.h>
 
 // Registers the built-in elements and quiets FFmpeg's own logging (reel

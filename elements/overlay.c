@@ -1,0 +1,225 @@
+// overlay: draws each frame's detections (boxes, labels with scores, track
+// ids, landmarks) into the frame itself, on the element's device: the
+// primitives of gpu/overlay.h painted by reel_overlay_paint() for host
+// frames, by the "overlay" kernel for frames in device memory. Both give the
+// same bytes.
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu/overlay.h"
+#include "reel/reel.h"
+
+typedef struct overlay_priv {
+    int thickness, font_scale;
+    bool labels, landmarks;
+
+    bool on_device;
+    reel_kernel *kernel;
+    reel_mem *font;
+    GArray *prims; // reel_overlay_prim, rebuilt per frame
+} overlay_priv;
+
+static const reel_prop props[] = {
+    { "thickness", REEL_PROP_INT, offsetof(overlay_priv, thickness), "2", 1, 64, .help = "box outline in pixels" },
+    { "font-scale", REEL_PROP_INT, offsetof(overlay_priv, font_scale), "2", 1, 16,
+      .help = "label size: 5x7 glyphs times this" },
+    { "labels", REEL_PROP_BOOL, offsetof(overlay_priv, labels), "true",
+      .help = "write label, score and track id above each box" },
+    { "landmarks", REEL_PROP_BOOL, offsetof(overlay_priv, landmarks), "true", .help = "mark each landmark" },
+    { NULL },
+};
+
+// Distinct, saturated colours; a track keeps its colour, else a class does.
+static const uint8_t palette[][3] = {
+    { 255, 56, 56 }, { 56, 200, 56 },  { 56, 120, 255 }, { 255, 200, 0 },  { 255, 56, 255 }, { 0, 220, 220 },
+    { 255, 140, 0 }, { 150, 80, 255 }, { 140, 255, 60 }, { 255, 110, 170 }, { 0, 150, 140 }, { 200, 200, 200 },
+};
+
+static void add_prim(overlay_priv *s, int kind, int x0, int y0, int x1, int y1, uint32_t color, uint32_t glyph)
+{
+    reel_overlay_prim p = { kind, x0, y0, x1, y1, s->thickness, color, glyph };
+    g_array_append_val(s->prims, p);
+}
+
+// "label 0.87 #12" (the parts there are) on a filled bar at the box's top
+// left, above the box when there is room.
+static void add_label(overlay_priv *s, const reel_detection *d, reel_pixfmt fmt, uint32_t color)
+{
+    char text[REEL_LABEL_MAX + 48];
+    int n = 0;
+    if (d->label[0])
+        n += snprintf(text + n, sizeof text - (size_t)n, "%s ", d->label);
+    else if (d->class_id >= 0)
+        n += snprintf(text + n, sizeof text - (size_t)n, "%d ", d->class_id);
+    n += snprintf(text + n, sizeof text - (size_t)n, "%.2f", d->score);
+    if (d->track_id >= 0)
+        snprintf(text + n, sizeof text - (size_t)n, " #%lld", (long long)d->track_id);
+    int k = s->font_scale, gw = REEL_FONT_W * k, gh = REEL_FONT_H * k, adv = gw + k, pad = k;
+    int len = (int)strlen(text), x = (int)d->x0, h = gh + 2 * pad;
+    int y = (int)d->y0 - h >= 0 ? (int)d->y0 - h : (int)d->y0;
+    add_prim(s, REEL_PRIM_FILL, x, y, x + len * adv + pad, y + h, color, 0);
+    uint32_t ink = reel_overlay_color(fmt, 0, 0, 0);
+    for (int i = 0; i < len; i++) {
+        int gx = x + pad + i * adv;
+        add_prim(s, REEL_PRIM_GLYPH, gx, y + pad, gx + gw, y + pad + gh, ink, (uint8_t)text[i]);
+    }
+}
+
+static void build_prims(overlay_priv *s, const reel_detections *dets, reel_pixfmt fmt)
+{
+    g_array_set_size(s->prims, 0);
+    for (int i = 0; i < dets->n; i++) {
+        const reel_detection *d = &dets->items[i];
+        int64_t key = d->track_id >= 0 ? d->track_id : d->class_id >= 0 ? d->class_id : 0;
+        const uint8_t *rgb = palette[key % (int64_t)G_N_ELEMENTS(palette)];
+        uint32_t color = reel_overlay_color(fmt, rgb[0], rgb[1], rgb[2]);
+        add_prim(s, REEL_PRIM_RECT, (int)d->x0, (int)d->y0, (int)d->x1, (int)d->y1, color, 0);
+        for (int l = 0; s->landmarks && l < d->n_landmarks && l < REEL_MAX_LANDMARKS; l++) {
+            int r = s->thickness, lx = (int)d->landmarks[l][0], ly = (int)d->landmarks[l][1];
+            add_prim(s, REEL_PRIM_FILL, lx - r, ly - r, lx + r + 1, ly + r + 1, color, 0);
+        }
+        if (s->labels)
+            add_label(s, d, fmt, color);
+    }
+}
+
+static int start(reel_element *e)
+{
+    overlay_priv *s = reel_element_priv(e);
+    s->prims = g_array_new(FALSE, FALSE, sizeof(reel_overlay_prim));
+    reel_device *dev = reel_element_device(e);
+    s->on_device = dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU;
+    if (!s->on_device)
+        return 0;
+    GError *err = NULL;
+    int rc = 0;
+    // 256 words a group: a 4K rgba frame stays within the 65535 groups
+    // every device can launch in one dimension.
+    s->kernel = reel_kernel_create(dev, reel_kernel_params(.name = "overlay", .local_size = 256), &err);
+    if (s->kernel)
+        s->font = reel_mem_new(dev, reel_mem_params(.size = sizeof reel_font5x7, .domain = REEL_MEM_DEVICE), &err);
+    if (!s->kernel || !s->font)
+        rc = reel_element_error(e, err->code, "%s", err->message);
+    else if ((rc = reel_mem_upload(s->font, 0, reel_font5x7, sizeof reel_font5x7, reel_element_xfer(e))) < 0)
+        reel_element_error(e, rc, "font upload failed: %s", reel_strerror(rc));
+    g_clear_error(&err);
+    return rc;
+}
+
+// A frame in device memory that other branches also hold gets a copy of its
+// own first (through the host's view of the memory: unified or mapped).
+static int make_device_frame_writable(reel_element *e, reel_buffer **b)
+{
+    if (reel_buffer_is_writable(*b))
+        return 0;
+    reel_buffer *in = *b;
+    size_t size = reel_mem_size(in->mem);
+    GError *err = NULL;
+    reel_mem *copy = reel_mem_new(reel_element_device(e), reel_mem_params(.size = size, .domain = REEL_MEM_DEVICE),
+                                  &err);
+    void *src = NULL, *dst = NULL;
+    int rc = copy ? reel_mem_map(in->mem, REEL_MAP_READ, &src) : err->code;
+    if (rc == 0 && (rc = reel_mem_map(copy, REEL_MAP_WRITE, &dst)) == 0) {
+        memcpy(dst, src, size);
+        reel_mem_unmap(copy);
+    }
+    if (src)
+        reel_mem_unmap(in->mem);
+    if (rc < 0) {
+        reel_mem_unref(&copy);
+        rc = reel_element_error(e, rc, "cannot copy a shared frame in device memory to draw on it: %s",
+                                err ? err->message : reel_strerror(rc));
+        g_clear_error(&err);
+        return rc;
+    }
+    reel_buffer *out = reel_buffer_new_device_planes(&in->format, copy, in->offsets, in->strides);
+    reel_buffer_copy_props(out, in);
+    reel_buffer_unref(b);
+    *b = out;
+    return 0;
+}
+
+static int draw_on_device(reel_element *e, reel_buffer *frame, reel_overlay_push *p)
+{
+    overlay_priv *s = reel_element_priv(e);
+    size_t bytes = s->prims->len * sizeof(reel_overlay_prim);
+    GError *err = NULL;
+    reel_mem *prims = reel_mem_new(reel_element_device(e), reel_mem_params(.size = bytes, .domain = REEL_MEM_HOST),
+                                   &err);
+    if (!prims) {
+        int rc = reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return rc;
+    }
+    int rc = reel_mem_upload(prims, 0, s->prims->data, bytes, reel_element_xfer(e));
+    for (int i = 0; i < 3; i++) {
+        p->offset[i] = (uint32_t)frame->offsets[i];
+        p->stride[i] = (uint32_t)frame->strides[i];
+    }
+    uint32_t local = reel_kernel_local_size(s->kernel);
+    uint32_t words = (uint32_t)((reel_mem_size(frame->mem) + 3) / 4);
+    uint64_t point = 0;
+    if (rc == 0)
+        rc = reel_kernel_dispatch(s->kernel,
+                                  reel_dispatch_params(.buffers = { frame->mem, prims, s->font }, .push = p,
+                                                       .push_size = sizeof *p,
+                                                       .groups = { (words + local - 1) / local }),
+                                  &point);
+    reel_mem_unref(&prims);
+    if (rc < 0)
+        return reel_element_error(e, rc, "overlay dispatch failed: %s", reel_strerror(rc));
+    reel_element_trace_dispatch(e, "overlay", point);
+    return 0;
+}
+
+static int process(reel_element *e, int pad, reel_buffer *in)
+{
+    (void)pad;
+    overlay_priv *s = reel_element_priv(e);
+    const reel_detections *dets = reel_buffer_get_meta(in, &reel_detections_meta);
+    if (!dets || dets->n == 0)
+        return reel_element_push(e, 0, in);
+    const reel_caps *f = &in->format;
+    reel_pixfmt fmt = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
+    build_prims(s, dets, fmt);
+    reel_overlay_push p = { (uint32_t)fmt, (uint32_t)f->width, (uint32_t)f->height, s->prims->len, { 0 }, { 0 } };
+    int rc = s->on_device ? make_device_frame_writable(e, &in) : reel_buffer_make_writable(&in);
+    if (rc == 0 && s->on_device)
+        rc = draw_on_device(e, in, &p);
+    else if (rc == 0)
+        reel_overlay_paint(&p, in->planes, in->strides, (const reel_overlay_prim *)s->prims->data);
+    else if (!s->on_device)
+        rc = reel_element_error(e, rc, "cannot copy a shared frame to draw on it");
+    if (rc < 0) {
+        reel_buffer_unref(&in);
+        return rc;
+    }
+    return reel_element_push(e, 0, in);
+}
+
+static void stop(reel_element *e)
+{
+    overlay_priv *s = reel_element_priv(e);
+    reel_kernel_destroy(&s->kernel);
+    reel_mem_unref(&s->font);
+    if (s->prims)
+        g_array_free(s->prims, TRUE);
+    s->prims = NULL;
+}
+
+const reel_element_class reel_overlay_class = {
+    .name = "overlay",
+    .description = "Draws detections (boxes, labels, scores, track ids, landmarks) into the frames",
+    .flags = REEL_CLASS_PASSTHROUGH,
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN,
+    .priv_size = sizeof(overlay_priv),
+    .props = props,
+    .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "video/raw,format=yuv420p|yuvj420p|nv12|rgb24|bgr24|rgba",
+    .output_caps = "video/raw,format=yuv420p|yuvj420p|nv12|rgb24|bgr24|rgba",
+    .start = start,
+    .process = process,
+    .stop = stop,
+    .uninit = stop,
+};

@@ -1,0 +1,142 @@
+// Overlay drawing on the host: colours, reel_overlay_paint() and the cpu
+// backend's "overlay" kernel. gpu/shaders/overlay.comp computes the same
+// bytes the other way round (per byte, the last covering primitive).
+#include <string.h>
+
+#include "gpu/overlay.h"
+
+// The shader hard-codes these reel_pixfmt values.
+_Static_assert(REEL_PIXFMT_RGB24 == 2 && REEL_PIXFMT_BGR24 == 3 && REEL_PIXFMT_RGBA == 4 &&
+                   REEL_PIXFMT_YUV420P == 6 && REEL_PIXFMT_YUVJ420P == 7 && REEL_PIXFMT_NV12 == 8,
+               "gpu/shaders/overlay.comp's format numbers");
+_Static_assert(sizeof(reel_overlay_prim) == 32 && sizeof(reel_overlay_push) == 40, "kernel layouts");
+
+// A format's planes: log2 subsampling, bytes per sample, and which colour
+// byte each of a sample's bytes takes.
+typedef struct layout {
+    int n_planes;
+    struct { int xs, ys, bpp; uint8_t chan[4]; } plane[3];
+} layout;
+
+static layout layout_of(reel_pixfmt fmt)
+{
+    switch (fmt) {
+    case REEL_PIXFMT_YUV420P:
+    case REEL_PIXFMT_YUVJ420P:
+        return (layout){ 3, { { 0, 0, 1, { 0 } }, { 1, 1, 1, { 1 } }, { 1, 1, 1, { 2 } } } };
+    case REEL_PIXFMT_NV12:
+        return (layout){ 2, { { 0, 0, 1, { 0 } }, { 1, 1, 2, { 1, 2 } } } };
+    case REEL_PIXFMT_RGB24:
+        return (layout){ 1, { { 0, 0, 3, { 0, 1, 2 } } } };
+    case REEL_PIXFMT_BGR24:
+        return (layout){ 1, { { 0, 0, 3, { 2, 1, 0 } } } };
+    case REEL_PIXFMT_RGBA:
+        return (layout){ 1, { { 0, 0, 4, { 0, 1, 2, 3 } } } };
+    default:
+        return (layout){ 0 };
+    }
+}
+
+static uint8_t clamp255(int v)
+{
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+// The formulas with 128 << 8 folded in before the shift, so nothing negative
+// is shifted: the same floor as an arithmetic shift, without relying on one.
+uint32_t reel_overlay_color(reel_pixfmt fmt, uint8_t r, uint8_t g, uint8_t b)
+{
+    int y, u, v;
+    switch (fmt) {
+    case REEL_PIXFMT_YUV420P:
+    case REEL_PIXFMT_NV12:
+        y = ((66 * r + 129 * g + 25 * b + 128) >> 8) + 16;
+        u = (-38 * r - 74 * g + 112 * b + 128 + (128 << 8)) >> 8;
+        v = (112 * r - 94 * g - 18 * b + 128 + (128 << 8)) >> 8;
+        break;
+    case REEL_PIXFMT_YUVJ420P: // JPEG: 0.299/0.587/0.114, chroma scaled by 0.5 / (1 - k)
+        y = (77 * r + 150 * g + 29 * b + 128) >> 8;
+        u = (-43 * r - 85 * g + 128 * b + 128 + (128 << 8)) >> 8;
+        v = (128 * r - 107 * g - 21 * b + 128 + (128 << 8)) >> 8;
+        break;
+    default:
+        return r | (uint32_t)g << 8 | (uint32_t)b << 16 | 255u << 24;
+    }
+    // Full-range pure blue or red rounds to 256.
+    return clamp255(y) | (uint32_t)clamp255(u) << 8 | (uint32_t)clamp255(v) << 16;
+}
+
+// Glyph coverage in 32-bit unsigned arithmetic, exactly as the shader
+// computes it, so even boxes billions of pixels wide agree byte for byte.
+static int glyph_bit(const reel_overlay_prim *q, int px, int py)
+{
+    uint32_t ch = q->glyph >= REEL_FONT_FIRST && q->glyph <= REEL_FONT_LAST ? q->glyph : '?';
+    uint32_t col = ((uint32_t)px - (uint32_t)q->x0) * REEL_FONT_W / ((uint32_t)q->x1 - (uint32_t)q->x0);
+    uint32_t row = ((uint32_t)py - (uint32_t)q->y0) * REEL_FONT_H / ((uint32_t)q->y1 - (uint32_t)q->y0);
+    return reel_font5x7[ch - REEL_FONT_FIRST][row] >> (REEL_FONT_W - 1 - col) & 1;
+}
+
+// Paints the pixels of box [x0, x1) x [y0, y1) (a part of q's box) that q
+// covers; only the samples inside the box and the frame are visited.
+static void paint_box(const reel_overlay_push *p, const layout *l, uint8_t *const planes[3], const int strides[3],
+                      const reel_overlay_prim *q, int64_t x0, int64_t y0, int64_t x1, int64_t y1)
+{
+    x0 = x0 < 0 ? 0 : x0, y0 = y0 < 0 ? 0 : y0;
+    x1 = x1 > p->width ? p->width : x1, y1 = y1 > p->height ? p->height : y1;
+    if (x0 >= x1 || y0 >= y1)
+        return;
+    for (int i = 0; i < l->n_planes; i++) {
+        int xs = l->plane[i].xs, ys = l->plane[i].ys, bpp = l->plane[i].bpp;
+        uint8_t bytes[4];
+        for (int k = 0; k < bpp; k++)
+            bytes[k] = (uint8_t)(q->color >> (8 * l->plane[i].chan[k]));
+        // A subsampled sample is covered when the pixel at its top-left is.
+        int cx0 = (int)((x0 + (1 << xs) - 1) >> xs), cx1 = (int)((x1 - 1) >> xs) + 1;
+        int cy0 = (int)((y0 + (1 << ys) - 1) >> ys), cy1 = (int)((y1 - 1) >> ys) + 1;
+        for (int cy = cy0; cy < cy1; cy++) {
+            uint8_t *row = planes[i] + (size_t)cy * strides[i];
+            for (int cx = cx0; cx < cx1; cx++)
+                if (q->kind != REEL_PRIM_GLYPH || glyph_bit(q, cx << xs, cy << ys))
+                    for (int k = 0; k < bpp; k++)
+                        row[cx * bpp + k] = bytes[k];
+        }
+    }
+}
+
+void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3],
+                        const reel_overlay_prim *prims)
+{
+    layout l = layout_of((reel_pixfmt)p->fmt);
+    for (uint32_t n = 0; n < p->n_prims; n++) {
+        const reel_overlay_prim *q = &prims[n];
+        int64_t x0 = q->x0, y0 = q->y0, x1 = q->x1, y1 = q->y1, t = q->thickness;
+        if (q->kind != REEL_PRIM_RECT) {
+            paint_box(p, &l, planes, strides, q, x0, y0, x1, y1);
+        } else if (t > 0 && x0 < x1 && y0 < y1) {
+            // The outline as four bands, so the inside is never visited;
+            // corners painted twice get the same bytes.
+            int64_t xi0 = x0 + t < x1 ? x0 + t : x1, xi1 = x1 - t > x0 ? x1 - t : x0;
+            int64_t yi0 = y0 + t < y1 ? y0 + t : y1, yi1 = y1 - t > y0 ? y1 - t : y0;
+            paint_box(p, &l, planes, strides, q, x0, y0, x1, yi0);
+            paint_box(p, &l, planes, strides, q, x0, yi1, x1, y1);
+            paint_box(p, &l, planes, strides, q, x0, y0, xi0, y1);
+            paint_box(p, &l, planes, strides, q, xi1, y0, x1, y1);
+        }
+    }
+}
+
+// Buffers {frame, prims, font}. The font buffer holds reel_font5x7, which
+// paint reads directly. Paints the whole frame: callers dispatch one
+// invocation per word of it, so groups add nothing.
+void cpu_kernel_overlay(void *const *buffers, const void *push, const uint32_t groups[3], uint32_t local_size)
+{
+    (void)groups, (void)local_size;
+    reel_overlay_push p;
+    memcpy(&p, push, sizeof p);
+    uint8_t *frame = buffers[0];
+    uint8_t *planes[3];
+    int strides[3];
+    for (int i = 0; i < 3; i++)
+        planes[i] = frame + p.offset[i], strides[i] = (int)p.stride[i];
+    reel_overlay_paint(&p, planes, strides, buffers[1]);
+}

@@ -1,0 +1,62 @@
+// Overlay drawing: boxes, filled boxes and glyphs of a built-in 5x7 bitmap
+// font painted into a video frame in place, in primitive order (a later
+// primitive covers an earlier one). Two implementations give identical bytes:
+// the "overlay" kernel (gpu/shaders/overlay.comp, one invocation per 32-bit
+// word of the frame, the last primitive covering each byte wins) and
+// reel_overlay_paint() (primitive by primitive, for host frames and the cpu
+// backend).
+//
+// Coverage of frame pixel (px, py), all integer:
+//   FILL   x0 <= px < x1 and y0 <= py < y1
+//   RECT   inside FILL's box and not inside the box inset by `thickness`
+//   GLYPH  inside the box and font bit set at column (px - x0) * 5 / (x1 - x0),
+//          row (py - y0) * 7 / (y1 - y0) of character `glyph`
+// A sample of a subsampled chroma plane at (cx, cy) is covered when the luma
+// pixel at its top-left, (cx * 2, cy * 2) for 4:2:0, is. Covered samples
+// take the primitive's colour byte for their channel.
+#ifndef REEL_GPU_OVERLAY_H
+#define REEL_GPU_OVERLAY_H
+
+#include <stdint.h>
+
+#include "reel/caps.h"
+
+#define REEL_FONT_W 5
+#define REEL_FONT_H 7
+#define REEL_FONT_FIRST 32 // ' '
+#define REEL_FONT_LAST 126 // '~'; other codes draw as '?'
+
+// Row r of character ch: bit 4 is the leftmost column. One word per row, so
+// the table uploads as the kernel's font buffer unchanged.
+extern const uint32_t reel_font5x7[REEL_FONT_LAST - REEL_FONT_FIRST + 1][REEL_FONT_H];
+
+enum { REEL_PRIM_FILL, REEL_PRIM_RECT, REEL_PRIM_GLYPH };
+
+// One primitive (32 bytes, the kernel's std430 layout).
+typedef struct reel_overlay_prim {
+    int32_t kind;           // REEL_PRIM_*
+    int32_t x0, y0, x1, y1; // box in frame pixels, [x0, x1) x [y0, y1); may reach outside the frame
+    int32_t thickness;      // RECT: outline width in pixels
+    uint32_t color;         // byte per channel in the frame's own terms: Y | U << 8 | V << 16 for YUV,
+                            // R | G << 8 | B << 16 (| A << 24) for rgb24/bgr24/rgba by name, not position
+    uint32_t glyph;         // GLYPH: character code
+} reel_overlay_prim;
+
+// Push constants of the "overlay" kernel (40 bytes). Buffers: {frame (read
+// and written, planes packed at offset[] with row bytes stride[]), prims,
+// font (reel_font5x7)}. One invocation per 32-bit word of the frame buffer:
+// groups = ceil(words / local_size), words = ceil(frame bytes / 4).
+typedef struct reel_overlay_push {
+    uint32_t fmt, width, height, n_prims; // reel_pixfmt: yuv420p, yuvj420p, nv12, rgb24, bgr24, rgba
+    uint32_t offset[3], stride[3];
+} reel_overlay_push;
+
+// Colour bytes for `fmt` from an RGB colour (BT.601, limited range for
+// yuv420p/nv12, full for yuvj420p).
+uint32_t reel_overlay_color(reel_pixfmt fmt, uint8_t r, uint8_t g, uint8_t b);
+
+// Paints prims into host planes (strides in bytes; p->offset ignored).
+void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3],
+                        const reel_overlay_prim *prims);
+
+#endif

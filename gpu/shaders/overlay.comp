@@ -1,0 +1,105 @@
+// Overlay drawing (gpu/overlay.h): boxes, filled boxes and 5x7 glyphs.
+// One invocation per 32-bit word of the frame, so no two invocations write
+// one word: each byte of the word that lies in a plane's pixels takes its
+// channel's colour byte from the last primitive covering its pixel. Bytes
+// outside the planes (row padding, gaps, the tail) keep their value. The
+// bytes equal reel_overlay_paint()'s (gpu/overlay.c).
+#version 450
+
+layout(local_size_x_id = 0) in;
+
+struct Prim {
+    int kind, x0, y0, x1, y1, thickness;
+    uint color, glyph;
+};
+
+// Buffers are whole words (gpu/vulkan/mem.c rounds their size up), so the
+// last bytes of any frame are reached; bytes past the planes stay as they are.
+layout(std430, set = 0, binding = 0) buffer Frame { uint words[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Prims { Prim prims[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Font { uint font[]; }; // 7 rows per character from ' '
+
+layout(push_constant) uniform Push {
+    uint fmt, width, height, n_prims;
+    uint offset[3], stride[3];
+} pc;
+
+const int FILL = 0, RECT = 1, GLYPH = 2;
+// reel_pixfmt values (checked in gpu/overlay.c).
+const uint RGB24 = 2, BGR24 = 3, RGBA = 4, YUV420P = 6, YUVJ420P = 7, NV12 = 8;
+
+// Coverage exactly as gpu/overlay.h defines it; differences are taken as
+// uint, which is exact for px inside [x0, x1) whatever the box.
+bool covers(Prim q, int px, int py)
+{
+    if (px < q.x0 || px >= q.x1 || py < q.y0 || py >= q.y1)
+        return false;
+    if (q.kind == RECT) {
+        if (q.thickness <= 0)
+            return false;
+        uint t = uint(q.thickness);
+        return uint(px - q.x0) < t || uint(q.x1 - 1 - px) < t || uint(py - q.y0) < t || uint(q.y1 - 1 - py) < t;
+    }
+    if (q.kind == GLYPH) {
+        uint ch = q.glyph >= 32u && q.glyph <= 126u ? q.glyph : 63u; // else '?'
+        uint col = (uint(px) - uint(q.x0)) * 5u / (uint(q.x1) - uint(q.x0));
+        uint row = (uint(py) - uint(q.y0)) * 7u / (uint(q.y1) - uint(q.y0));
+        return ((font[(ch - 32u) * 7u + row] >> (4u - col)) & 1u) != 0u;
+    }
+    return true;
+}
+
+uint n_planes()
+{
+    return pc.fmt == YUV420P || pc.fmt == YUVJ420P ? 3u : pc.fmt == NV12 ? 2u
+         : pc.fmt == RGB24 || pc.fmt == BGR24 || pc.fmt == RGBA ? 1u : 0u;
+}
+
+uint bytes_per_sample(uint p)
+{
+    return pc.fmt == RGB24 || pc.fmt == BGR24 ? 3u : pc.fmt == RGBA ? 4u : pc.fmt == NV12 && p == 1u ? 2u : 1u;
+}
+
+// Which colour byte byte b of a sample in plane p takes: yuv420p's planes
+// are Y, U, V; nv12's second holds U then V; packed RGB is in order but bgr24.
+uint channel(uint p, uint b)
+{
+    return pc.fmt == BGR24 ? 2u - b : p + b;
+}
+
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= uint(words.length()))
+        return;
+    uint word = words[i], result = word;
+    uint np = n_planes();
+    for (uint k = 0u; k < 4u; k++) {
+        uint a = i * 4u + k;
+        for (uint p = 0u; p < np; p++) {
+            uint sub = p > 0u ? 1u : 0u; // log2 subsampling: every format here is 4:2:0 or packed
+            uint bpp = bytes_per_sample(p);
+            uint rows = (pc.height + sub) >> sub;
+            if (a < pc.offset[p] || a - pc.offset[p] >= pc.stride[p] * rows)
+                continue;
+            uint rel = a - pc.offset[p];
+            uint c = rel % pc.stride[p];
+            if (c >= ((pc.width + sub) >> sub) * bpp)
+                break; // row padding
+            // A subsampled sample takes the coverage of its top-left pixel.
+            int px = int((c / bpp) << sub), py = int((rel / pc.stride[p]) << sub);
+            for (uint n = pc.n_prims; n-- > 0u;) {
+                Prim q = prims[n];
+                if (covers(q, px, py)) {
+                    uint shift = 8u * k;
+                    uint byte_ = (q.color >> (8u * channel(p, c % bpp))) & 0xffu;
+                    result = (result & ~(0xffu << shift)) | (byte_ << shift);
+                    break;
+                }
+            }
+            break;
+        }
+    }
+    if (result != word)
+        words[i] = result;
+}

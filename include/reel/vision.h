@@ -1,0 +1,57 @@
+// reel — what vision elements attach to buffers: the transform a preprocess
+// applied, the frame a tensor was made from, and detections.
+#ifndef REEL_VISION_H
+#define REEL_VISION_H
+
+#include <stdint.h>
+
+#include "buffer.h"
+
+// The map from frame pixels to tensor pixels a preprocess applied, attached
+// to its output tensor: tensor_x = frame_x * ax + bx, tensor_y = frame_y * ay
+// + by (continuous coordinates, pixel edges at integers).
+typedef struct reel_transform {
+    double ax, bx, ay, by;
+    int frame_width, frame_height;   // the frame it came from
+    int tensor_width, tensor_height; // the tensor's spatial size
+} reel_transform;
+extern const reel_meta_type reel_transform_meta;
+
+// Tensor pixels back to frame pixels, and the other way.
+void reel_transform_to_frame(const reel_transform *t, double *x, double *y);
+void reel_transform_to_tensor(const reel_transform *t, double *x, double *y);
+
+// The frame a tensor was made from (a reference, dropped with the tensor), so
+// that inference results can travel on with the full-resolution frame.
+extern const reel_meta_type reel_source_frame_meta;
+// The source frame of `tensor`, borrowed, or NULL.
+reel_buffer *reel_buffer_source_frame(const reel_buffer *tensor);
+// Attaches a new reference to `frame` to `tensor`.
+void reel_buffer_set_source_frame(reel_buffer *tensor, reel_buffer *frame);
+
+#define REEL_MAX_LANDMARKS 8
+#define REEL_LABEL_MAX 32
+
+// One detected object, in frame pixels.
+typedef struct reel_detection {
+    float x0, y0, x1, y1;
+    float score;
+    int class_id;          // -1: none
+    char label[REEL_LABEL_MAX]; // "" when none
+    int64_t track_id;      // -1: not tracked
+    int n_landmarks;
+    float landmarks[REEL_MAX_LANDMARKS][2];
+} reel_detection;
+
+// The detections of one frame: one meta of this type per frame.
+typedef struct reel_detections {
+    int n;
+    reel_detection items[]; // n of them
+} reel_detections;
+extern const reel_meta_type reel_detections_meta;
+
+// A zeroed list of n detections (class and track ids -1), freed by the
+// buffer it is attached to (or g_free()).
+reel_detections *reel_detections_new(int n);
+
+#endif

@@ -1,0 +1,376 @@
+// The "overlay" kernel: `test_overlay cpu` runs it on the cpu backend,
+// `test_overlay vulkan` on vulkan:0 (exit 77 when there is no Vulkan
+// device). Each backend's bytes must equal reel_overlay_paint()'s, and a few
+// hand-worked frames pin what paint itself draws. With
+// REEL_VULKAN_VALIDATION=1 any validation message fails the test.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpu/overlay.h"
+#include "reel/device.h"
+
+static const char *spec; // the device under test
+
+typedef struct fixture {
+    reel_device *dev;
+    reel_kernel *k;
+} fixture;
+
+static int setup(void **state)
+{
+    GError *error = NULL;
+    fixture *f = g_new0(fixture, 1);
+    *state = f;
+    f->dev = reel_device_open(spec, &error);
+    if (f->dev)
+        f->k = reel_kernel_create(f->dev, reel_kernel_params(.name = "overlay"), &error);
+    if (!f->k) {
+        fprintf(stderr, "%s: %s\n", spec, error->message);
+        g_error_free(error);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    reel_kernel_destroy(&f->k);
+    reel_device_unref(&f->dev);
+    g_free(f);
+    // Messages can come from any call, teardown included.
+    return reel_device_validation_messages() == 0 ? 0 : -1;
+}
+
+// The planes of a format as the test sees them (written independently of
+// gpu/overlay.c): count, log2 chroma subsampling, bytes per sample of each.
+typedef struct planes_of {
+    int n, sub[3], bpp[3];
+} planes_of;
+
+static planes_of planes_of_fmt(reel_pixfmt fmt)
+{
+    switch (fmt) {
+    case REEL_PIXFMT_YUV420P:
+    case REEL_PIXFMT_YUVJ420P: return (planes_of){ 3, { 0, 1, 1 }, { 1, 1, 1 } };
+    case REEL_PIXFMT_NV12: return (planes_of){ 2, { 0, 1 }, { 1, 2 } };
+    case REEL_PIXFMT_RGB24:
+    case REEL_PIXFMT_BGR24: return (planes_of){ 1, { 0 }, { 3 } };
+    case REEL_PIXFMT_RGBA: return (planes_of){ 1, { 0 }, { 4 } };
+    default: fail_msg("format %d", fmt);
+    }
+    return (planes_of){ 0 };
+}
+
+static int plane_rows(const reel_overlay_push *p, const planes_of *l, int i)
+{
+    return ((int)p->height + (1 << l->sub[i]) - 1) >> l->sub[i];
+}
+
+static int plane_row_bytes(const reel_overlay_push *p, const planes_of *l, int i)
+{
+    return (((int)p->width + (1 << l->sub[i]) - 1) >> l->sub[i]) * l->bpp[i];
+}
+
+// Lays out a frame with `pad` bytes after every row, a misaligned first
+// plane and gaps between planes, so padding is everywhere. Returns the
+// buffer size, a whole number of words.
+static size_t layout(reel_overlay_push *p, reel_pixfmt fmt, int w, int h, int pad)
+{
+    *p = (reel_overlay_push){ .fmt = fmt, .width = w, .height = h };
+    planes_of l = planes_of_fmt(fmt);
+    size_t at = 1;
+    for (int i = 0; i < l.n; i++) {
+        p->offset[i] = (uint32_t)at;
+        p->stride[i] = (uint32_t)(plane_row_bytes(p, &l, i) + pad);
+        at += (size_t)p->stride[i] * plane_rows(p, &l, i) + 2;
+    }
+    return (at + 3) / 4 * 4;
+}
+
+static void host_paint(const reel_overlay_push *p, uint8_t *frame, const reel_overlay_prim *prims)
+{
+    uint8_t *planes[3];
+    int strides[3];
+    for (int i = 0; i < 3; i++)
+        planes[i] = frame + p->offset[i], strides[i] = (int)p->stride[i];
+    reel_overlay_paint(p, planes, strides, prims);
+}
+
+static reel_mem *upload_new(reel_device *dev, const void *data, size_t size)
+{
+    GError *error = NULL;
+    reel_mem *m = reel_mem_new(dev, reel_mem_params(.size = size, .domain = REEL_MEM_DEVICE), &error);
+    if (!m)
+        fail_msg("reel_mem_new: %s", error->message);
+    assert_int_equal(reel_mem_upload(m, 0, data, size, NULL), 0);
+    return m;
+}
+
+// Paints frame (size bytes, a whole number of words) in place with the kernel.
+static void kernel_paint(fixture *f, const reel_overlay_push *p, uint8_t *frame, size_t size,
+                         const reel_overlay_prim *prims)
+{
+    reel_mem *mf = upload_new(f->dev, frame, size);
+    reel_mem *mp = upload_new(f->dev, prims, p->n_prims * sizeof *prims);
+    reel_mem *mfont = upload_new(f->dev, reel_font5x7, sizeof reel_font5x7);
+    uint32_t ls = reel_kernel_local_size(f->k), words = (uint32_t)(size / 4);
+    assert_int_equal(reel_kernel_dispatch(f->k, reel_dispatch_params(.buffers = { mf, mp, mfont }, .push = p,
+                                                                     .push_size = sizeof *p,
+                                                                     .groups = { (words + ls - 1) / ls }),
+                                          NULL),
+                     0);
+    assert_int_equal(reel_mem_download(mf, 0, frame, size, NULL), 0);
+    reel_mem_unref(&mf);
+    reel_mem_unref(&mp);
+    reel_mem_unref(&mfont);
+}
+
+// Both ways, and they must agree; the kernel's frame is left in *frame.
+static void paint_both(fixture *f, const reel_overlay_push *p, uint8_t *frame, size_t size,
+                       const reel_overlay_prim *prims)
+{
+    uint8_t *ref = g_memdup2(frame, size);
+    host_paint(p, ref, prims);
+    kernel_paint(f, p, frame, size, prims);
+    for (size_t i = 0; i < size; i++)
+        if (frame[i] != ref[i])
+            fail_msg("%s, format %u, %ux%u: byte %zu is %u, reel_overlay_paint wrote %u", spec, p->fmt, p->width,
+                     p->height, i, frame[i], ref[i]);
+    g_free(ref);
+}
+
+static void add_text(GArray *prims, int x, int y, int cw, int ch, const char *s, uint32_t color)
+{
+    for (int i = 0; s[i]; i++) {
+        reel_overlay_prim q = { REEL_PRIM_GLYPH, x + i * (cw + cw / 5), y, 0, 0, 0, color, (uint8_t)s[i] };
+        q.x1 = q.x0 + cw, q.y1 = y + ch;
+        g_array_append_val(prims, q);
+    }
+}
+
+static void add(GArray *prims, int kind, int x0, int y0, int x1, int y1, int thickness, uint32_t color)
+{
+    reel_overlay_prim q = { kind, x0, y0, x1, y1, thickness, color, 0 };
+    g_array_append_val(prims, q);
+}
+
+// Primitives of every kind: in the frame, across its edges, overlapping.
+static GArray *some_prims(GRand *r, reel_pixfmt fmt, int w, int h)
+{
+    GArray *a = g_array_new(FALSE, FALSE, sizeof(reel_overlay_prim));
+#define COLOR() reel_overlay_color(fmt, g_rand_int_range(r, 0, 256), g_rand_int_range(r, 0, 256), g_rand_int_range(r, 0, 256))
+    add(a, REEL_PRIM_FILL, -10, -5, 31, 20, 0, COLOR());
+    add(a, REEL_PRIM_FILL, 20, 9, 47, 40, 0, COLOR()); // over the first
+    for (int t = 1; t <= 4; t++)
+        add(a, REEL_PRIM_RECT, 5 * t + 1, 3 * t, w / 2 + t, h / 2 + 2 * t + 1, t, COLOR());
+    add(a, REEL_PRIM_RECT, 40, 30, 53, 47, 7, COLOR());   // thicker than half: solid
+    add(a, REEL_PRIM_RECT, 3, 3, 30, 30, 0, COLOR());     // no outline at all
+    add(a, REEL_PRIM_RECT, 3, 3, 30, 30, -2, COLOR());
+    add(a, REEL_PRIM_RECT, w - 20, h - 11, w + 15, h + 9, 3, COLOR()); // across the bottom right
+    add(a, REEL_PRIM_RECT, -7, -7, w + 7, h + 7, 9, COLOR());          // frame border, mostly outside
+    add(a, REEL_PRIM_FILL, 30, 30, 30, 60, 0, COLOR());                // empty
+    add(a, REEL_PRIM_FILL, w - 3, h - 2, w + 100, h + 100, 0, COLOR());
+    add_text(a, 2, 2, 5, 7, "Hello, reel! 0123456789 ~{|}", COLOR());
+    add_text(a, 3, 20, 10, 14, "AgQ@#", COLOR());
+    add_text(a, w - 40, h - 20, 15, 21, "Wj%", COLOR());        // scale 3, off the right edge
+    add_text(a, -9, 45, 7, 10, "scaled $&", COLOR());             // not a whole scale, off the left
+    add_text(a, 10, -4, 5, 7, "\x01\x7f\xff", COLOR());          // codes with no glyph: '?'
+    for (int i = 0; i < 40; i++) {
+        int x0 = g_rand_int_range(r, -w / 4, w + w / 4), y0 = g_rand_int_range(r, -h / 4, h + h / 4);
+        int x1 = x0 + g_rand_int_range(r, -3, w / 2), y1 = y0 + g_rand_int_range(r, -3, h / 2);
+        reel_overlay_prim q = { g_rand_int_range(r, 0, 3), x0, y0, x1, y1, g_rand_int_range(r, -1, 6), COLOR(),
+                                (uint32_t)g_rand_int_range(r, 0, 130) };
+        g_array_append_val(a, q);
+    }
+#undef COLOR
+    return a;
+}
+
+// Every format at odd sizes, on random frames: the kernel equals paint,
+// and no byte outside the planes' pixels changes.
+static void test_matches_paint(void **state)
+{
+    fixture *f = *state;
+    const reel_pixfmt fmts[] = { REEL_PIXFMT_YUV420P, REEL_PIXFMT_YUVJ420P, REEL_PIXFMT_NV12,
+                                 REEL_PIXFMT_RGB24,   REEL_PIXFMT_BGR24,    REEL_PIXFMT_RGBA };
+    const int sizes[][2] = { { 101, 67 }, { 640, 360 } };
+    GRand *r = g_rand_new_with_seed(2024);
+    for (size_t fi = 0; fi < G_N_ELEMENTS(fmts); fi++)
+        for (size_t si = 0; si < G_N_ELEMENTS(sizes); si++) {
+            int w = sizes[si][0], h = sizes[si][1];
+            reel_overlay_push p;
+            size_t size = layout(&p, fmts[fi], w, h, (int)si * 2 + 3);
+            uint8_t *frame = g_malloc(size), *orig;
+            for (size_t i = 0; i < size; i++)
+                frame[i] = (uint8_t)g_rand_int(r);
+            orig = g_memdup2(frame, size);
+            GArray *prims = some_prims(r, fmts[fi], w, h);
+            p.n_prims = prims->len;
+            paint_both(f, &p, frame, size, (reel_overlay_prim *)prims->data);
+
+            // Mark the pixel bytes; everything else must be as it was.
+            uint8_t *pixel = g_malloc0(size);
+            planes_of l = planes_of_fmt(fmts[fi]);
+            for (int i = 0; i < l.n; i++)
+                for (int y = 0; y < plane_rows(&p, &l, i); y++)
+                    memset(pixel + p.offset[i] + (size_t)y * p.stride[i], 1, plane_row_bytes(&p, &l, i));
+            size_t changed = 0;
+            for (size_t i = 0; i < size; i++) {
+                if (!pixel[i] && frame[i] != orig[i])
+                    fail_msg("format %d %dx%d: padding byte %zu changed", fmts[fi], w, h, i);
+                changed += frame[i] != orig[i];
+            }
+            assert_true(changed > size / 10); // the primitives drew something
+            g_free(pixel);
+            g_array_free(prims, TRUE);
+            g_free(orig);
+            g_free(frame);
+        }
+    g_rand_free(r);
+}
+
+static void test_color(void **state)
+{
+    (void)state;
+    // BT.601 limited range: the textbook values.
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_YUV420P, 0, 0, 0), 16 | 128 << 8 | 128 << 16);
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_NV12, 255, 255, 255), 235 | 128 << 8 | 128 << 16);
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_YUV420P, 255, 0, 0), 82 | 90 << 8 | 240 << 16);
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_YUV420P, 0, 0, 255), 41 | 240 << 8 | 110 << 16);
+    // Full range: chroma of pure blue rounds to 256 and is clamped.
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_YUVJ420P, 255, 255, 255), 255 | 128 << 8 | 128 << 16);
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_YUVJ420P, 0, 0, 0), 0 | 128 << 8 | 128 << 16);
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_YUVJ420P, 0, 0, 255), 29 | 255u << 8 | 107 << 16);
+    // Packed RGB by name: R first whatever the byte order in memory.
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_BGR24, 1, 2, 3), 1 | 2 << 8 | 3 << 16 | 255u << 24);
+    assert_int_equal(reel_overlay_color(REEL_PIXFMT_RGBA, 1, 2, 3), 1 | 2 << 8 | 3 << 16 | 255u << 24);
+}
+
+// A 1-pixel outline of [2, 6) x [1, 5) on an 8x6 rgb24 frame ('#'), a
+// fill clipped by the left and bottom edges ('f') and one painted over the
+// outline ('o'), pixel by pixel; rows carry 5 padding bytes.
+static void test_rect_pixels(void **state)
+{
+    fixture *f = *state;
+    static const char *want[] = {
+        "........",
+        "..####..",
+        "..#..#..",
+        "..#..oo.",
+        "f.####..",
+        "f.......",
+    };
+    reel_overlay_push p;
+    size_t size = layout(&p, REEL_PIXFMT_RGB24, 8, 6, 5);
+    const reel_overlay_prim q[] = {
+        { REEL_PRIM_RECT, 2, 1, 6, 5, 1, reel_overlay_color(REEL_PIXFMT_RGB24, 10, 20, 30), 0 },
+        { REEL_PRIM_FILL, -3, 4, 1, 9, 0, reel_overlay_color(REEL_PIXFMT_RGB24, 40, 50, 60), 0 },
+        { REEL_PRIM_FILL, 5, 3, 7, 4, 0, reel_overlay_color(REEL_PIXFMT_RGB24, 70, 80, 90), 0 },
+    };
+    p.n_prims = G_N_ELEMENTS(q);
+    uint8_t *frame = g_malloc(size);
+    memset(frame, 0xaa, size);
+    paint_both(f, &p, frame, size, q);
+    for (size_t i = p.offset[0]; i < size; i++) {
+        size_t rel = i - p.offset[0];
+        int y = (int)(rel / p.stride[0]), x = (int)(rel % p.stride[0]) / 3, c = (int)(rel % p.stride[0]) % 3;
+        char what = y < 6 && x < 8 ? want[y][x] : '.';
+        int base = what == '#' ? 10 : what == 'f' ? 40 : what == 'o' ? 70 : 0;
+        assert_int_equal(frame[i], base ? base + 10 * c : 0xaa);
+    }
+    assert_int_equal(frame[0], 0xaa);
+    g_free(frame);
+}
+
+// A fill at odd coordinates on yuv420p: luma [3, 8) x [1, 6); a chroma
+// sample follows the luma pixel at its top-left (2cx, 2cy), so chroma
+// columns 2..3 and rows 1..2.
+static void test_fill_chroma(void **state)
+{
+    fixture *f = *state;
+    reel_overlay_push p;
+    size_t size = layout(&p, REEL_PIXFMT_YUV420P, 9, 7, 0);
+    uint32_t color = reel_overlay_color(REEL_PIXFMT_YUV420P, 255, 0, 0); // Y 82, U 90, V 240
+    reel_overlay_prim q = { REEL_PRIM_FILL, 3, 1, 8, 6, 0, color, 0 };
+    p.n_prims = 1;
+    uint8_t *frame = g_malloc(size);
+    memset(frame, 7, size);
+    paint_both(f, &p, frame, size, &q);
+    for (int y = 0; y < 7; y++)
+        for (int x = 0; x < 9; x++)
+            assert_int_equal(frame[p.offset[0] + y * p.stride[0] + x], x >= 3 && x < 8 && y >= 1 && y < 6 ? 82 : 7);
+    for (int i = 1; i < 3; i++)
+        for (int cy = 0; cy < 4; cy++)
+            for (int cx = 0; cx < 5; cx++)
+                assert_int_equal(frame[p.offset[i] + cy * p.stride[i] + cx],
+                                 cx >= 2 && cx <= 3 && cy >= 1 && cy <= 2 ? (i == 1 ? 90 : 240) : 7);
+    g_free(frame);
+}
+
+// 'A' at scale 2: each font dot is a 2x2 block; written out here, not
+// taken from the font table.
+static void test_glyph_scale2(void **state)
+{
+    fixture *f = *state;
+    static const char *a[] = { ".###.", "#...#", "#...#", "#####", "#...#", "#...#", "#...#" };
+    reel_overlay_push p;
+    size_t size = layout(&p, REEL_PIXFMT_RGBA, 13, 17, 1);
+    reel_overlay_prim q = { REEL_PRIM_GLYPH, 1, 2, 11, 16, 0, reel_overlay_color(REEL_PIXFMT_RGBA, 200, 100, 50), 'A' };
+    p.n_prims = 1;
+    uint8_t *frame = g_malloc0(size);
+    paint_both(f, &p, frame, size, &q);
+    for (int y = 0; y < 17; y++)
+        for (int x = 0; x < 13; x++) {
+            const uint8_t *px = frame + p.offset[0] + y * p.stride[0] + x * 4;
+            bool on = x >= 1 && x < 11 && y >= 2 && y < 16 && a[(y - 2) / 2][(x - 1) / 2] == '#';
+            uint8_t want[4] = { 200, 100, 50, 255 };
+            for (int c = 0; c < 4; c++)
+                assert_int_equal(px[c], on ? want[c] : 0);
+        }
+    g_free(frame);
+}
+
+int main(int argc, char **argv)
+{
+    const char *backend = argc > 1 ? argv[1] : "cpu";
+    bool vulkan = strcmp(backend, "vulkan") == 0;
+    spec = "cpu";
+    if (vulkan) {
+        reel_device_info *infos;
+        int n = reel_device_list(&infos);
+        bool any = false;
+        for (int i = 0; i < n; i++)
+            any |= infos[i].backend == REEL_BACKEND_VULKAN;
+        if (!any) {
+            printf("SKIP: no Vulkan device\n");
+            g_free(infos);
+            return 77;
+        }
+        spec = "vulkan:0";
+        for (int i = 0; i < n; i++)
+            if (strcmp(infos[i].spec, spec) == 0)
+                printf("device under test: %s (%s)\n", spec, infos[i].name);
+        g_free(infos);
+    }
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_color),
+        T(test_rect_pixels),
+        T(test_fill_chroma),
+        T(test_glyph_scale2),
+        T(test_matches_paint),
+    };
+    int failed = cmocka_run_group_tests_name(backend, tests, NULL, NULL);
+    if (reel_device_validation_messages()) {
+        fprintf(stderr, "%" G_GINT64_FORMAT " Vulkan validation messages\n", reel_device_validation_messages());
+        failed++;
+    }
+    return failed ? 1 : 0;
+}

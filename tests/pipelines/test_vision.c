@@ -1,0 +1,360 @@
+// Vision elements in pipelines: decode into device memory, preprocess on the
+// cpu and on Vulkan (the same tensors, the transform and source frame
+// attached, size and layout negotiated from downstream), overlay giving the
+// same bytes on both devices. Vulkan runs on whatever driver is present
+// (lavapipe without a GPU) with the validation layer on; test clips come from
+// tests/media/make-clips.sh ($REEL_CLIPS).
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reel/reel.h"
+
+static char *last_info;
+static GPtrArray *collected; // buffers the collect sinks received
+
+static GString *messages; // every message of the last runs, one a line
+
+static void keep_info(const reel_message *msg, void *user)
+{
+    if (msg->type == REEL_MESSAGE_INFO && strstr(msg->text, " md5 ")) {
+        g_free(*(char **)user);
+        *(char **)user = g_strdup(msg->text);
+    }
+    if (msg->text)
+        g_string_append_printf(messages, "%s\n", msg->text);
+}
+
+static void unref_buffer(gpointer b)
+{
+    reel_buffer *buf = b;
+    reel_buffer_unref(&buf);
+}
+
+// ---- Test elements
+
+static int collect_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)e;
+    (void)pad;
+    g_ptr_array_add(collected, buf);
+    return 0;
+}
+
+// A host sink keeping every buffer; "collect_nhwc" asks for BlazeFace's input.
+static const reel_element_class collect_class = {
+    .name = "collect", .description = "keeps buffers for the test",
+    .min_inputs = 1, .max_inputs = 1, .input_caps = "tensor,memory=host",
+    .process = collect_process,
+};
+static const reel_element_class collect_nhwc_class = {
+    .name = "collect_nhwc", .description = "keeps [1,128,128,3] tensors for the test",
+    .min_inputs = 1, .max_inputs = 1, .input_caps = "tensor,dtype=float32,shape=1x128x128x3,memory=host",
+    .process = collect_process,
+};
+
+// Attaches two fixed detections (one tracked, with landmarks) to each frame.
+static int detector_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    reel_detections *d = reel_detections_new(2);
+    d->items[0] = (reel_detection){ .x0 = 10, .y0 = 30, .x1 = 70, .y1 = 90, .score = 0.87f, .class_id = 1,
+                                    .label = "face", .track_id = -1, .n_landmarks = 2,
+                                    .landmarks = { { 30, 50 }, { 50, 50 } } };
+    d->items[1] = (reel_detection){ .x0 = 90, .y0 = 5, .x1 = 150, .y1 = 40, .score = 0.5f, .class_id = 2,
+                                    .track_id = 7 };
+    reel_buffer_add_meta(buf, &reel_detections_meta, d);
+    return reel_element_push(e, 0, buf);
+}
+
+static const reel_element_class detector_class = {
+    .name = "fixed_detector", .description = "attaches fixed detections", .flags = REEL_CLASS_PASSTHROUGH,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "video/raw,memory=host", .output_caps = "video/raw,memory=host",
+    .process = detector_process,
+};
+
+// ---- Helpers
+
+static bool have_vulkan(void)
+{
+    reel_device_info *list;
+    int n = reel_device_list(&list);
+    bool found = false;
+    for (int i = 0; i < n; i++)
+        found |= list[i].backend == REEL_BACKEND_VULKAN;
+    g_free(list);
+    return found;
+}
+
+static reel_pipeline *run_ok(const char *text)
+{
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch(
+        text, NULL, reel_pipeline_params(.stats_interval_ms = -1, .bus_handler = keep_info, .bus_user = &last_info),
+        &err);
+    if (!p)
+        fail_msg("%s", err->message);
+    if (reel_pipeline_run(p, &err) != 0)
+        fail_msg("%s: %s", text, err->message);
+    return p;
+}
+
+// Runs and returns the failure's message (g_free it).
+static char *run_fails(const char *text)
+{
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.stats_interval_ms = -1), &err);
+    if (p && reel_pipeline_run(p, &err) == 0)
+        fail_msg("%s ran", text);
+    reel_pipeline_destroy(&p);
+    char *msg = g_strdup(err->message);
+    g_error_free(err);
+    return msg;
+}
+
+static reel_element_report report_of(reel_pipeline *p, const char *name)
+{
+    reel_element_report r[32];
+    int n = reel_pipeline_report(p, r, 32);
+    for (int i = 0; i < n && i < 32; i++)
+        if (strcmp(r[i].name, name) == 0)
+            return r[i];
+    fail_msg("no element %s", name);
+    return r[0];
+}
+
+static char *clip(const char *name)
+{
+    const char *dir = getenv("REEL_CLIPS");
+    return g_strdup_printf("%s/%s", dir ? dir : "clips", name);
+}
+
+// The checksum a run's fakesink posted.
+static char *checksum_of(const char *text)
+{
+    reel_pipeline *p = run_ok(text);
+    reel_pipeline_destroy(&p);
+    assert_non_null(last_info);
+    return g_steal_pointer(&last_info);
+}
+
+static void clear_collected(void)
+{
+    g_ptr_array_set_size(collected, 0);
+}
+
+// ---- Tests
+
+static void test_decode_into_device_memory(void **state)
+{
+    (void)state;
+    const char *clips[] = { "h264.mp4", "hevc.mkv" };
+    for (size_t i = 0; i < G_N_ELEMENTS(clips); i++) {
+        char *path = clip(clips[i]);
+        char *cpu = g_strdup_printf("source location=%s ! decode ! fakesink checksum=true", path);
+        char *gpu = g_strdup_printf("device=vulkan:0 source location=%s ! decode ! fakesink checksum=true", path);
+        char *a = checksum_of(cpu), *b = checksum_of(gpu);
+        // The decoder's padded rows in device memory read back intact.
+        assert_string_equal(a, b);
+        reel_pipeline *p = run_ok(gpu);
+        reel_device *dev = reel_device_open("vulkan:0", NULL);
+        if (reel_device_info_of(dev)->unified_memory)
+            assert_int_equal(report_of(p, "decode0").bytes_to_device, 0);
+        assert_string_equal(report_of(p, "decode0").device, "vulkan:0");
+        reel_device_unref(&dev);
+        reel_pipeline_destroy(&p);
+        g_free(a), g_free(b), g_free(cpu), g_free(gpu), g_free(path);
+    }
+}
+
+static void test_hardware_decoding_falls_back_with_a_reason(void **state)
+{
+    (void)state;
+    char *path = clip("h264.mp4");
+    char *sw = g_strdup_printf("source location=%s ! decode hw=none ! fakesink checksum=true", path);
+    char *hw = g_strdup_printf("device=vulkan:0 source location=%s ! decode hw=vaapi ! fakesink checksum=true", path);
+    char *a = checksum_of(sw);
+    g_string_truncate(messages, 0);
+    char *b = checksum_of(hw);
+    // Either VA-API decodes (the same frames) or a warning says why not.
+    assert_true(strstr(messages->str, "no hardware decoder (vaapi: ") ||
+                strstr(messages->str, "decoding h264 with vaapi"));
+    assert_string_equal(a, b);
+    g_free(a), g_free(b), g_free(sw), g_free(hw), g_free(path);
+}
+
+static void test_decode_to_preprocess_moves_only_the_tensor(void **state)
+{
+    (void)state;
+    char *path = clip("h264.mp4");
+    char *text = g_strdup_printf("device=vulkan:0 source location=%s ! decode ! preprocess size=64x48 ! collect",
+                                 path);
+    reel_pipeline *p = run_ok(text);
+    reel_element_report r[32];
+    int n = reel_pipeline_report(p, r, 32);
+    int64_t frames = report_of(p, "preprocess0").buffers_out, up = 0, down = 0;
+    for (int i = 0; i < n; i++) {
+        up += r[i].bytes_to_device;
+        down += r[i].bytes_to_host;
+    }
+    assert_true(frames > 0);
+    reel_device *dev = reel_device_open("vulkan:0", NULL);
+    if (reel_device_info_of(dev)->unified_memory)
+        assert_int_equal(up, 0);
+    reel_device_unref(&dev);
+    // Only the tensors come back.
+    assert_int_equal(down, frames * 64 * 48 * 3 * 4);
+    assert_int_equal(report_of(p, "download0").bytes_to_host, down);
+    reel_pipeline_destroy(&p);
+    clear_collected();
+    g_free(text);
+    g_free(path);
+}
+
+// Every collected tensor of two runs agrees within tol.
+static void run_and_compare(const char *a, const char *b, float tol)
+{
+    reel_pipeline *p = run_ok(a);
+    reel_pipeline_destroy(&p);
+    GPtrArray *first = collected;
+    collected = g_ptr_array_new_with_free_func(unref_buffer);
+    p = run_ok(b);
+    reel_pipeline_destroy(&p);
+    assert_int_equal(first->len, collected->len);
+    assert_true(first->len > 0);
+    for (guint i = 0; i < first->len; i++) {
+        const reel_buffer *x = first->pdata[i], *y = collected->pdata[i];
+        assert_int_equal(x->size, y->size);
+        const float *u = (const float *)x->data, *v = (const float *)y->data;
+        for (size_t k = 0; k < x->size / 4; k++)
+            if (fabsf(u[k] - v[k]) > tol)
+                fail_msg("tensor %u element %zu: %g vs %g", i, k, u[k], v[k]);
+    }
+    g_ptr_array_free(first, TRUE);
+    clear_collected();
+}
+
+static void test_preprocess_cpu_and_vulkan_agree(void **state)
+{
+    (void)state;
+    const char *formats[] = { "yuv420p", "nv12", "rgb24", "bgr24", "rgba" };
+    const char *options[] = { "size=96x64 fit=letterbox", "size=50x70 fit=crop layout=nhwc bgr=true",
+                              "size=64x64 mean=0.485,0.456,0.406 std=0.229,0.224,0.225 roi=10,20,100,60" };
+    for (size_t f = 0; f < G_N_ELEMENTS(formats); f++)
+        for (size_t o = 0; o < G_N_ELEMENTS(options); o++) {
+            char *cpu = g_strdup_printf("testsrc num-buffers=3 pattern=noise ! video/raw,format=%s,width=161,"
+                                        "height=121 ! preprocess %s ! collect", formats[f], options[o]);
+            char *gpu = g_strdup_printf("testsrc num-buffers=3 pattern=noise ! video/raw,format=%s,width=161,"
+                                        "height=121 ! preprocess device=vulkan:0 %s ! collect", formats[f],
+                                        options[o]);
+            run_and_compare(cpu, gpu, 1e-4f);
+            g_free(cpu);
+            g_free(gpu);
+        }
+}
+
+static void test_preprocess_takes_its_shape_from_downstream(void **state)
+{
+    (void)state;
+    reel_pipeline *p = run_ok("testsrc num-buffers=2 ! video/raw,width=320,height=240 ! preprocess fit=letterbox "
+                              "scale=0.00784313725490196 offset=-1 ! collect_nhwc");
+    reel_pipeline_destroy(&p);
+    assert_int_equal(collected->len, 2);
+    reel_buffer *t = collected->pdata[0];
+    assert_int_equal(t->format.rank, 4);
+    assert_int_equal(t->format.shape[1], 128);
+    assert_int_equal(t->format.shape[3], 3);
+    // 320x240 letterboxed into 128x128: scale 0.4, 96 rows of content from
+    // row 16; the source frame travels with the tensor.
+    const reel_transform *tr = reel_buffer_get_meta(t, &reel_transform_meta);
+    assert_non_null(tr);
+    assert_float_equal(tr->ax, 0.4, 1e-9);
+    assert_float_equal(tr->by, 16, 1e-9);
+    double x = 64, y = 16;
+    reel_transform_to_frame(tr, &x, &y);
+    assert_float_equal(x, 160, 1e-9);
+    assert_float_equal(y, 0, 1e-9);
+    reel_buffer *frame = reel_buffer_source_frame(t);
+    assert_non_null(frame);
+    assert_int_equal(frame->format.width, 320);
+    // Pad rows hold the pad value 114, normalized to [-1, 1].
+    const float *d = (const float *)t->data;
+    assert_float_equal(d[0], 114 * 0.00784313725490196 - 1, 1e-6);
+    clear_collected();
+}
+
+static void test_overlay_is_the_same_on_both_devices(void **state)
+{
+    (void)state;
+    const char *formats[] = { "yuv420p", "nv12", "rgb24", "rgba" };
+    for (size_t f = 0; f < G_N_ELEMENTS(formats); f++) {
+        char *src = g_strdup_printf("testsrc num-buffers=4 pattern=noise ! video/raw,format=%s,width=161,"
+                                    "height=101 ! fixed_detector", formats[f]);
+        char *plain = g_strdup_printf("%s ! fakesink checksum=true", src);
+        char *cpu = g_strdup_printf("%s ! overlay ! fakesink checksum=true", src);
+        char *gpu = g_strdup_printf("%s ! overlay device=vulkan:0 thickness=3 ! overlay device=vulkan:0 "
+                                    "labels=false ! fakesink checksum=true", src);
+        char *cpu_twice = g_strdup_printf("%s ! overlay thickness=3 ! overlay labels=false ! fakesink checksum=true",
+                                         src);
+        char *a = checksum_of(plain), *b = checksum_of(cpu), *c = checksum_of(gpu), *d = checksum_of(cpu_twice);
+        assert_string_not_equal(a, b); // something was drawn
+        assert_string_equal(c, d);     // byte for byte on both devices
+        g_free(a), g_free(b), g_free(c), g_free(d);
+        g_free(src), g_free(plain), g_free(cpu), g_free(gpu), g_free(cpu_twice);
+    }
+}
+
+static void test_clear_errors(void **state)
+{
+    (void)state;
+    char *m = run_fails("testsrc num-buffers=1 ! preprocess ! fakesink");
+    assert_non_null(strstr(m, "preprocess0"));
+    assert_non_null(strstr(m, "no tensor size: set size=WxH"));
+    g_free(m);
+    m = run_fails("testsrc num-buffers=1 ! preprocess size=8x8 mean=0.5,x ! fakesink");
+    assert_non_null(strstr(m, "mean=\"0.5,x\": give one number or three"));
+    g_free(m);
+    m = run_fails("testsrc num-buffers=1 ! video/raw,width=64,height=48 ! preprocess size=8x8 roi=0,0,100,10 ! "
+                  "fakesink");
+    assert_non_null(strstr(m, "reaches outside the 64x48 frame"));
+    g_free(m);
+}
+
+int main(void)
+{
+    reel_init();
+    if (!have_vulkan()) {
+        printf("no Vulkan device: skipped\n");
+        return 77;
+    }
+    reel_element_class_register(&collect_class);
+    reel_element_class_register(&collect_nhwc_class);
+    reel_element_class_register(&detector_class);
+    collected = g_ptr_array_new_with_free_func(unref_buffer);
+    messages = g_string_new(NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_into_device_memory),
+        cmocka_unit_test(test_hardware_decoding_falls_back_with_a_reason),
+        cmocka_unit_test(test_decode_to_preprocess_moves_only_the_tensor),
+        cmocka_unit_test(test_preprocess_cpu_and_vulkan_agree),
+        cmocka_unit_test(test_preprocess_takes_its_shape_from_downstream),
+        cmocka_unit_test(test_overlay_is_the_same_on_both_devices),
+        cmocka_unit_test(test_clear_errors),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    g_ptr_array_free(collected, TRUE);
+    g_string_free(messages, TRUE);
+    g_free(last_info);
+    if (reel_device_validation_messages() != 0) {
+        printf("validation layer messages: %" G_GINT64_FORMAT "\n", reel_device_validation_messages());
+        failed++;
+    }
+    return failed;
+}
