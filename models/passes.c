@@ -226,7 +226,7 @@ int reel_pass_fold_conv_bn(reel_ir_graph *g)
         if (conv->dead || strcmp(conv->op, "Conv") != 0 || conv->fused || conv->n_outputs != 1)
             continue;
         int y = conv->outputs[0];
-        reel_ir_node *bn;
+        reel_ir_node *bn = NULL;
         if (y < 0 || is_graph_output(g, y) || consumers(g, y, &bn, 1) != 1)
             continue;
         if (strcmp(bn->op, "BatchNormalization") != 0 || bn->n_inputs != 5 || bn->inputs[0] != y
@@ -303,7 +303,7 @@ int reel_pass_fuse_residual(reel_ir_graph *g)
             continue;
         int y = conv->outputs[0];
         const reel_ir_value *yv = reel_ir_value_at(g, y);
-        reel_ir_node *add;
+        reel_ir_node *add = NULL;
         if (!yv || yv->dtype != REEL_DTYPE_FLOAT32 || is_graph_output(g, y) || consumers(g, y, &add, 1) != 1)
             continue;
         if (strcmp(add->op, "Add") != 0 || add->n_inputs != 2 || add->n_outputs != 1 || add->outputs[0] < 0)

@@ -115,10 +115,9 @@ void vk_mem_free(reel_device *dev, reel_mem *m)
 // pool, so repeated transfers reuse it and it counts against the budget.
 // The staging mem goes back to the pool at once, marked busy until the copy
 // is done; its next user waits for that. Download waits here for the copy.
-static int staged_copy(reel_mem *m, size_t offset, void *dst, const void *src, size_t size)
+static int staged_copy(reel_mem *m, size_t offset, void *host, size_t size, bool to_device)
 {
     reel_device *dev = m->dev;
-    bool to_device = src != NULL;
     GError *error = NULL;
     reel_mem *staging = reel_mem_new(dev, reel_mem_params(.size = size, .domain = REEL_MEM_HOST), &error);
     if (!staging) {
@@ -131,7 +130,7 @@ static int staged_copy(reel_mem *m, size_t offset, void *dst, const void *src, s
     if (err)
         goto done;
     if (to_device)
-        memcpy(p, src, size);
+        memcpy(p, host, size);
     VkCommandBuffer cmd = vk_begin(dev);
     if (!cmd) {
         err = REEL_ENOMEM_DEVICE;
@@ -157,7 +156,7 @@ static int staged_copy(reel_mem *m, size_t offset, void *dst, const void *src, s
     }
     vk_unlock(dev);
     if (!err && !to_device && !(err = reel_mem_map(staging, REEL_MAP_READ, &p)))
-        memcpy(dst, p, size);
+        memcpy(host, p, size);
 done:
     reel_mem_unref(&staging);
     return err;
@@ -165,10 +164,10 @@ done:
 
 int vk_upload(reel_mem *m, size_t offset, const void *src, size_t size)
 {
-    return staged_copy(m, offset, NULL, src, size);
+    return staged_copy(m, offset, (void *)src, size, true);
 }
 
 int vk_download(reel_mem *m, size_t offset, void *dst, size_t size)
 {
-    return staged_copy(m, offset, dst, NULL, size);
+    return staged_copy(m, offset, dst, size, false);
 }
