@@ -154,37 +154,66 @@ static size_t conv_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_t
     return (size_t)(c.K * c.P) * sizeof(float);
 }
 
-// col[K, (r1-r0)*OW] from one group's input x[Cg, D, H, W], for the output
-// rows r0 <= od*OH + oh < r1.
-static void im2col(const float *x, float *col, const conv_geom *c, int64_t r0, int64_t r1)
+// o[0..n) = 0 and o[0..n) = xr[0..n): libc for long runs, a loop for the
+// short rows (7 or 14 columns) where the call costs more than the copy.
+static inline void zero_run(float *o, int64_t n)
+{
+    if (n >= 16)
+        memset(o, 0, (size_t)n * sizeof(float));
+    else
+        for (int64_t i = 0; i < n; i++)
+            o[i] = 0;
+}
+
+static inline void copy_run(float *o, const float *xr, int64_t n)
+{
+    if (n >= 16)
+        memcpy(o, xr, (size_t)n * sizeof(float));
+    else
+        for (int64_t i = 0; i < n; i++)
+            o[i] = xr[i];
+}
+
+// col[K, p1 - p0] from one group's input x[Cg, D, H, W], for the output
+// positions p0 <= (od*OH + oh)*OW + ow < p1: a tile may start and end inside
+// an output row, so tiles can be whole vectors of the GEMM kernel wide.
+// Built for AVX-512, AVX2 and the baseline: strided rows vectorize.
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) static void im2col(
+    const float *x, float *col, const conv_geom *c, int64_t p0, int64_t p1)
 {
     const nn_window *w = &c->w;
-    int64_t D = w->in[0], H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2];
+    int64_t D = w->in[0], H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2], sw = w->s[2];
+    int64_t r0 = p0 / OW, ow00 = p0 % OW, od0 = r0 / OH, oh0 = r0 % OH;
     float *dst = col;
     for (int64_t ch = 0; ch < c->Cg; ch++)
         for (int64_t a = 0; a < w->k[0]; a++)
             for (int64_t b = 0; b < w->k[1]; b++)
-                for (int64_t e = 0; e < w->k[2]; e++) {
+                for (int64_t e = 0; e < w->k[2]; e++, dst += p1 - p0) {
                     int64_t off = e * w->d[2] - w->pb[2], lo, hi;
-                    col_range(W, OW, w->s[2], off, &lo, &hi);
-                    for (int64_t r = r0; r < r1; r++, dst += OW) {
-                        int64_t od = r / OH, oh = r % OH;
+                    col_range(W, OW, sw, off, &lo, &hi);
+                    // Output rows one after another, the first and last maybe in part.
+                    float *o = dst - ow00; // o[ow]: output column ow of this row
+                    for (int64_t p = p0, od = od0, oh = oh0, ow0 = ow00; p < p1; o += OW, ow0 = 0) {
+                        int64_t ow1 = MIN(OW, ow0 + p1 - p);
+                        p += ow1 - ow0;
                         int64_t id = od * w->s[0] - w->pb[0] + a * w->d[0];
                         int64_t ih = oh * w->s[1] - w->pb[1] + b * w->d[1];
-                        if (id < 0 || id >= D || ih < 0 || ih >= H) {
-                            memset(dst, 0, (size_t)OW * sizeof(float));
-                            continue;
-                        }
-                        const float *xr = x + ((ch * D + id) * H + ih) * W + off;
-                        for (int64_t ow = 0; ow < lo; ow++)
-                            dst[ow] = 0;
-                        if (w->s[2] == 1)
-                            memcpy(dst + lo, xr + lo, (size_t)(hi - lo) * sizeof(float));
+                        if (++oh == OH)
+                            oh = 0, od++;
+                        int64_t l = MAX(ow0, MIN(lo, ow1)), h = MAX(l, MIN(hi, ow1));
+                        if (id < 0 || id >= D || ih < 0 || ih >= H)
+                            l = h = ow1;
+                        zero_run(o + ow0, l - ow0);
+                        const float *xr = l < h ? x + ((ch * D + id) * H + ih) * W + off : x;
+                        if (sw == 1)
+                            copy_run(o + l, xr + l, h - l);
+                        else if (sw == 2)
+                            for (int64_t ow = l; ow < h; ow++)
+                                o[ow] = xr[2 * ow];
                         else
-                            for (int64_t ow = lo; ow < hi; ow++)
-                                dst[ow] = xr[ow * w->s[2]];
-                        for (int64_t ow = hi; ow < OW; ow++)
-                            dst[ow] = 0;
+                            for (int64_t ow = l; ow < h; ow++)
+                                o[ow] = xr[ow * sw];
+                        zero_run(o + h, ow1 - h);
                     }
                 }
 }
@@ -309,7 +338,7 @@ static dw_interior_fn dw_interior_pick(int64_t k, int64_t s)
 }
 
 // Stride 1 over a zero-padded copy of the channel, xp[(OH+K-1) rows, wp
-// columns] plus K-1 floats: outputs are computed at the padded width too, so
+// columns] plus K + 16 zeros for the last vector's overhang: outputs are computed at the padded width too, so
 // one flat loop covers the whole plane (rows of 7 or 14 columns are too short
 // to vectorize one by one) and yp's extra columns are dropped afterwards.
 #define DW_FLAT(K)                                                                                      \
@@ -333,7 +362,7 @@ DW_FLAT(5)
 static size_t dw_flat_floats(const nn_window *w)
 {
     int64_t wp = w->in[2] + w->pb[2] + w->pe[2], hp = w->in[1] + w->pb[1] + w->pe[1];
-    return (size_t)(hp * wp + w->k[2] + w->out[1] * wp);
+    return (size_t)(hp * wp + w->k[2] + 16 + w->out[1] * wp + 16);
 }
 
 static bool dw_flat_ok(const nn_window *w)
@@ -347,20 +376,27 @@ static void depthwise_flat(const float *x, const float *wt, float *y, const nn_w
 {
     int64_t H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2], k = w->k[2];
     int64_t pt = w->pb[1], pl = w->pb[2], wp = W + pl + w->pe[2], hp = H + pt + w->pe[1];
-    float *xp = buf, *yp = buf + hp * wp + k;
-    memset(xp, 0, (size_t)(pt * wp) * sizeof(float));
+    float *xp = buf, *yp = buf + hp * wp + k + 16;
+    zero_run(xp, pt * wp);
     for (int64_t h = 0; h < H; h++) {
         float *row = xp + (pt + h) * wp;
-        memset(row, 0, (size_t)pl * sizeof(float));
-        memcpy(row + pl, x + h * W, (size_t)W * sizeof(float));
-        memset(row + pl + W, 0, (size_t)w->pe[2] * sizeof(float));
+        zero_run(row, pl);
+        copy_run(row + pl, x + h * W, W);
+        zero_run(row + pl + W, w->pe[2]);
     }
-    memset(xp + (pt + H) * wp, 0, (size_t)((hp - pt - H) * wp + k) * sizeof(float));
-    (k == 3 ? dw_flat_3 : dw_flat_5)(xp, wp, wt, yp, OH * wp, bias);
+    zero_run(xp + (pt + H) * wp, (hp - pt - H) * wp + k + 16);
+    // Whole vectors of outputs, the last beyond the plane: small planes
+    // (7x9 padded) would spend more in the scalar tail than in the vectors.
+    int64_t n = (OH * wp + 15) / 16 * 16;
+    (k == 3 ? dw_flat_3 : dw_flat_5)(xp, wp, wt, yp, n, bias);
+    // The activation over the padded plane in one pass, vectors only; a
+    // residual has the output's layout, so then it comes after.
+    if (!res)
+        epi_row(e, 0, NULL, yp, n);
     for (int64_t oh = 0; oh < OH; oh++)
-        memcpy(y + oh * OW, yp + oh * wp, (size_t)OW * sizeof(float));
-    // The plane in one pass: rows of 7 or 14 are too short to vectorize.
-    epi_row(e, 0, res, y, OH * OW);
+        copy_run(y + oh * OW, yp + oh * wp, OW);
+    if (res)
+        epi_row(e, 0, res, y, OH * OW);
 }
 
 static void depthwise(const float *x, const float *wt, float *y, const nn_window *w, float bias, const float *zero,
@@ -428,7 +464,7 @@ typedef struct conv_job {
     const float *X, *Wt, *bias, *R, *zero;
     float *Y, *scratch;
     int64_t tiles;      // tasks per (image, group)
-    int64_t per_tile;   // PW: columns; COL: output rows; COL_M: output channels; DW: groups per task
+    int64_t per_tile;   // PW, COL: columns; COL_M: output channels; DW: groups per task
 } conv_job;
 
 static void conv_task(void *arg, int task, int worker)
@@ -468,23 +504,14 @@ static void conv_task(void *arg, int task, int worker)
                    res ? res + m0 * c->P : NULL, y + m0 * c->P, mn, c->P, c->P);
         return;
     }
-    int64_t p0, pn;
-    const float *B;
-    int ldb;
-    if (j->kind == CONV_PW) {
-        p0 = t * j->per_tile;
-        pn = MIN(c->P, p0 + j->per_tile) - p0;
-        B = x + p0;
-        ldb = (int)c->P;
-    } else {
-        int64_t rows = c->w.out[0] * c->w.out[1], OW = c->w.out[2];
-        int64_t r0 = t * j->per_tile, r1 = MIN(rows, r0 + j->per_tile);
-        p0 = r0 * OW;
-        pn = (r1 - r0) * OW;
+    int64_t p0 = t * j->per_tile, pn = MIN(c->P, p0 + j->per_tile) - p0;
+    const float *B = x + p0;
+    int ldb = (int)c->P;
+    if (j->kind == CONV_COL) {
         // Each worker its own slice of the scratch (conv_plan keeps
         // threads x slice within K x P).
-        float *col = j->scratch + (size_t)worker * (size_t)(c->K * j->per_tile * OW);
-        im2col(x, col, c, r0, r1);
+        float *col = j->scratch + (size_t)worker * (size_t)(c->K * j->per_tile);
+        im2col(x, col, c, p0, p0 + pn);
         B = col;
         ldb = (int)pn;
     }
@@ -500,13 +527,27 @@ static void im2col_task(void *arg, int task, int worker)
     conv_geom one = *c;
     one.Cg = 1;
     int64_t kk = c->K / c->Cg;
-    im2col(j->X + task * c->Pin, j->scratch + task * kk * c->P, &one, 0, c->w.out[0] * c->w.out[1]);
+    im2col(j->X + task * c->Pin, j->scratch + task * kk * c->P, &one, 0, c->P);
+}
+
+// Columns per tile: about `want`, in whole register tiles of the GEMM
+// kernel (48 floats; narrower tiles and dot products run slower) but at the
+// image's end, and a tile count that splits evenly over the threads. With
+// more than one thread the tiles round down, so the few columns left over
+// make a small tile of their own rather than one thread's tile a large one.
+static int64_t tile_cols(int64_t P, int64_t want, int threads)
+{
+    int64_t n = (P + want - 1) / want;
+    n = (n + threads - 1) / threads * threads;
+    int64_t cols = (P + n - 1) / n;
+    if (cols < 48)
+        return MIN(P, (cols + 15) / 16 * 16);
+    return MIN(P, threads > 1 ? cols / 48 * 48 : (cols + 47) / 48 * 48);
 }
 
 // How a Conv splits: kind and tiles for these shapes and `threads`.
 static void conv_plan(const conv_geom *c, int threads, conv_job *j)
 {
-    int64_t rows = c->w.out[0] * c->w.out[1], OW = c->w.out[2];
     if (conv_depthwise(c)) {
         j->kind = CONV_DW;
         // About 4 tasks per thread, so a slow thread does not hold the rest.
@@ -514,32 +555,20 @@ static void conv_plan(const conv_geom *c, int threads, conv_job *j)
         j->tiles = 1;
         return;
     }
-    bool pw = conv_pointwise(c);
-    int64_t cols = MAX(64, TILE_FLOATS / MAX(c->K, c->Mg));
-    if (threads > 1)
-        cols = MIN(cols, (c->P + threads - 1) / threads);
-    if (pw) {
-        j->kind = CONV_PW;
-        cols = (cols + 15) / 16 * 16;
-        j->per_tile = MIN(cols, c->P);
-        j->tiles = (c->P + j->per_tile - 1) / j->per_tile;
-        return;
-    }
+    j->kind = conv_pointwise(c) ? CONV_PW : CONV_COL;
     // Weights bigger than the image's columns (late, small layers): split
     // the output channels so each thread reads only its part of them.
-    if (threads > 1 && c->Mg * c->K > c->K * c->P && c->Mg >= 2 * threads && c->N * c->G == 1) {
+    if (j->kind == CONV_COL && threads > 1 && c->Mg * c->K > c->K * c->P && c->Mg >= 2 * threads &&
+        c->N * c->G == 1) {
         j->kind = CONV_COL_M;
         j->per_tile = (c->Mg + threads - 1) / threads;
         j->tiles = (c->Mg + j->per_tile - 1) / j->per_tile;
         return;
     }
-    j->kind = CONV_COL;
-    j->per_tile = MAX(1, cols / OW);
-    if (threads > 1 && threads * j->per_tile > rows)
-        j->per_tile = MAX(1, rows / threads);
-    if (threads * j->per_tile > rows) // one worker can have the whole scratch
-        j->per_tile = rows;
-    j->tiles = (rows + j->per_tile - 1) / j->per_tile;
+    j->per_tile = tile_cols(c->P, MAX(64, TILE_FLOATS / MAX(c->K, c->Mg)), threads);
+    if (j->kind == CONV_COL && threads * j->per_tile > c->P) // each worker a slice of the scratch
+        j->per_tile = MAX(1, c->P / threads);
+    j->tiles = (c->P + j->per_tile - 1) / j->per_tile;
 }
 
 static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
@@ -559,8 +588,8 @@ static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
     int threads = ctx->workers ? ctx->threads : 1;
     conv_plan(&c, threads, &j);
     reel_exec_ctx serial = *ctx;
-    if (j.kind == CONV_COL && threads * j.per_tile > c.w.out[0] * c.w.out[1]) {
-        // Too few output rows to give each worker its own scratch slice.
+    if (j.kind == CONV_COL && threads * j.per_tile > c.P) {
+        // Too few columns to give each worker its own scratch slice.
         serial.workers = NULL;
         serial.threads = 1;
     }

@@ -208,6 +208,9 @@ static void conv_random(void **state)
         { 4, 4, 4, 3, 2, 1, 0, 1, 1, 1, 21, 45 }, // depthwise stride 2, wide rows
         { 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 17, 50 }, // depthwise stride 3
         { 5, 4, 1, 1, 2, 1, 0, 0, 0, 0, 6, 6 },   // 1x1 stride 2 (im2col)
+        { 16, 8, 1, 3, 1, 1, 1, 1, 1, 1, 37, 37 }, // im2col tiles starting and ending inside rows
+        { 4, 6, 1, 3, 2, 1, 1, 1, 1, 1, 99, 99 }, // im2col stride 2, several tiles
+        { 7, 7, 7, 3, 1, 1, 1, 1, 1, 1, 7, 7 },   // depthwise 7x7: padded plane computed in whole vectors
     };
     for (size_t t = 0; t < G_N_ELEMENTS(cases); t++) {
         const int64_t *k = cases[t];
