@@ -5,14 +5,20 @@
 
 #include "reel/reel.h"
 
+extern const reel_element_class reel_appsink_class;
+extern const reel_element_class reel_appsrc_class;
 extern const reel_element_class reel_capsfilter_class;
+extern const reel_element_class reel_classify_class;
 extern const reel_element_class reel_convert_class;
 extern const reel_element_class reel_decode_class;
+extern const reel_element_class reel_detect_class;
 extern const reel_element_class reel_download_class;
 extern const reel_element_class reel_encode_class;
 extern const reel_element_class reel_fakesink_class;
 extern const reel_element_class reel_funnel_class;
 extern const reel_element_class reel_identity_class;
+extern const reel_element_class reel_infer_class;
+extern const reel_element_class reel_metasink_class;
 extern const reel_element_class reel_overlay_class;
 extern const reel_element_class reel_preprocess_class;
 extern const reel_element_class reel_queue_class;
@@ -20,13 +26,16 @@ extern const reel_element_class reel_sink_class;
 extern const reel_element_class reel_source_class;
 extern const reel_element_class reel_tee_class;
 extern const reel_element_class reel_testsrc_class;
+extern const reel_element_class reel_track_class;
 extern const reel_element_class reel_upload_class;
 
 static const reel_element_class *const builtin[] = {
+    &reel_appsink_class,    &reel_appsrc_class,
     &reel_capsfilter_class, &reel_convert_class, &reel_decode_class, &reel_download_class, &reel_encode_class,
-    &reel_fakesink_class,   &reel_funnel_class,  &reel_identity_class, &reel_overlay_class,
-    &reel_preprocess_class, &reel_queue_class,
-    &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class, &reel_upload_class,
+    &reel_fakesink_class,   &reel_funnel_class,  &reel_identity_class, &reel_infer_class, &reel_overlay_class,
+    &reel_metasink_class,   &reel_preprocess_class, &reel_queue_class,
+    &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class, &reel_track_class,
+    &reel_upload_class,     &reel_classify_class, &reel_detect_class,
 };
 
 // FFmpeg logs to stderr on its own; reel reports failures through its

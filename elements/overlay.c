@@ -106,39 +106,6 @@ static int start(reel_element *e)
     return rc;
 }
 
-// A frame in device memory that other branches also hold gets a copy of its
-// own first (through the host's view of the memory: unified or mapped).
-static int make_device_frame_writable(reel_element *e, reel_buffer **b)
-{
-    if (reel_buffer_is_writable(*b))
-        return 0;
-    reel_buffer *in = *b;
-    size_t size = reel_mem_size(in->mem);
-    GError *err = NULL;
-    reel_mem *copy = reel_mem_new(reel_element_device(e), reel_mem_params(.size = size, .domain = REEL_MEM_DEVICE),
-                                  &err);
-    void *src = NULL, *dst = NULL;
-    int rc = copy ? reel_mem_map(in->mem, REEL_MAP_READ, &src) : err->code;
-    if (rc == 0 && (rc = reel_mem_map(copy, REEL_MAP_WRITE, &dst)) == 0) {
-        memcpy(dst, src, size);
-        reel_mem_unmap(copy);
-    }
-    if (src)
-        reel_mem_unmap(in->mem);
-    if (rc < 0) {
-        reel_mem_unref(&copy);
-        rc = reel_element_error(e, rc, "cannot copy a shared frame in device memory to draw on it: %s",
-                                err ? err->message : reel_strerror(rc));
-        g_clear_error(&err);
-        return rc;
-    }
-    reel_buffer *out = reel_buffer_new_device_planes(&in->format, copy, in->offsets, in->strides);
-    reel_buffer_copy_props(out, in);
-    reel_buffer_unref(b);
-    *b = out;
-    return 0;
-}
-
 static int draw_on_device(reel_element *e, reel_buffer *frame, reel_overlay_push *p)
 {
     overlay_priv *s = reel_element_priv(e);
@@ -183,13 +150,14 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     reel_pixfmt fmt = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
     build_prims(s, dets, fmt);
     reel_overlay_push p = { (uint32_t)fmt, (uint32_t)f->width, (uint32_t)f->height, s->prims->len, { 0 }, { 0 } };
-    int rc = s->on_device ? make_device_frame_writable(e, &in) : reel_buffer_make_writable(&in);
-    if (rc == 0 && s->on_device)
+    // Other branches may hold the frame: draw on a copy of our own then.
+    int rc = reel_buffer_make_writable(&in);
+    if (rc < 0)
+        rc = reel_element_error(e, rc, "cannot copy a frame other branches share to draw on it");
+    else if (s->on_device)
         rc = draw_on_device(e, in, &p);
-    else if (rc == 0)
+    else
         reel_overlay_paint(&p, in->planes, in->strides, (const reel_overlay_prim *)s->prims->data);
-    else if (!s->on_device)
-        rc = reel_element_error(e, rc, "cannot copy a shared frame to draw on it");
     if (rc < 0) {
         reel_buffer_unref(&in);
         return rc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elements/manifest.h"
 #include "gpu/preprocess.h"
 #include "reel/reel.h"
 
@@ -149,13 +150,33 @@ static int decide_shape(reel_element *e, int *w, int *h, bool *nhwc)
     return 0;
 }
 
+// Defaults from the manifest of the model the infer after this element
+// runs ([preprocess] group); a model that cannot be found is infer's error.
+static int apply_manifest(reel_element *e)
+{
+    reel_element *infer = reel_find_infer(e, true);
+    char *spec = infer ? reel_element_get(infer, "model") : NULL;
+    reel_model_file ref;
+    GError *err = NULL;
+    int rc = 0;
+    if (spec && reel_model_resolve(spec, &ref, NULL) == 0) {
+        if (ref.manifest && (rc = reel_manifest_apply(ref.manifest, "preprocess", e, &err)) < 0) {
+            rc = reel_element_error(e, rc, "%s", err->message);
+            g_error_free(err);
+        }
+        reel_model_file_clear(&ref);
+    }
+    g_free(spec);
+    return rc;
+}
+
 static int configure(reel_element *e, int pad, reel_caps *out)
 {
     (void)pad;
     preprocess_priv *s = reel_element_priv(e);
     int w, h, rc;
     bool nhwc;
-    if ((rc = decide_shape(e, &w, &h, &nhwc)) < 0)
+    if ((rc = apply_manifest(e)) < 0 || (rc = decide_shape(e, &w, &h, &nhwc)) < 0)
         return rc;
     out->media = REEL_MEDIA_TENSOR;
     out->dtype = REEL_DTYPE_FLOAT32;

@@ -331,11 +331,34 @@ void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src)
             reel_buffer_add_meta(dst, m->type, m->type->copy(data));
 }
 
+// A copy of a buffer in device memory, through the host's view of it
+// (unified or mapped memory); NULL when the host cannot see it.
+static reel_buffer *copy_device(const reel_buffer *b)
+{
+    size_t size = reel_mem_size(b->mem);
+    reel_mem *copy = reel_mem_new(reel_mem_device(b->mem),
+                                  reel_mem_params(.size = size, .domain = reel_mem_domain_of(b->mem)), NULL);
+    void *src = NULL, *dst = NULL;
+    if (!copy || reel_mem_map(b->mem, REEL_MAP_READ, &src) < 0 || reel_mem_map(copy, REEL_MAP_WRITE, &dst) < 0) {
+        if (src)
+            reel_mem_unmap(b->mem);
+        reel_mem_unref(&copy);
+        return NULL;
+    }
+    memcpy(dst, src, size);
+    reel_mem_unmap(copy);
+    reel_mem_unmap(b->mem);
+    reel_buffer *out = reel_buffer_new_device_planes(&b->format, copy, b->offsets, b->strides);
+    if (out)
+        reel_buffer_copy_props(out, b);
+    return out;
+}
+
 int reel_buffer_make_writable(reel_buffer **bp)
 {
     if (reel_buffer_is_writable(*bp))
         return 0;
-    reel_buffer *copy = reel_buffer_copy(*bp);
+    reel_buffer *copy = (*bp)->mem ? copy_device(*bp) : reel_buffer_copy(*bp);
     if (!copy)
         return REEL_ENOMEM;
     reel_buffer_unref(bp);

@@ -114,6 +114,33 @@ const reel_caps *reel_element_output_format(const reel_element *e, int pad)
     return e->out_format ? &e->out_format[pad] : NULL;
 }
 
+void reel_element_note_placement(reel_element *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *note = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    char *reason = e->placement_reason ? g_strdup_printf("%s; %s", e->placement_reason, note) : note;
+    if (reason != note)
+        g_free(note);
+    g_free(e->placement_reason);
+    e->placement_reason = reason;
+}
+
+reel_element *reel_element_upstream(const reel_element *e, int pad)
+{
+    if (pad < 0 || pad >= (int)e->inputs->len)
+        return NULL;
+    return ((reel_link *)e->inputs->pdata[pad])->src;
+}
+
+reel_element *reel_element_downstream(const reel_element *e, int pad)
+{
+    if (pad < 0 || pad >= (int)e->outputs->len)
+        return NULL;
+    return ((reel_link *)e->outputs->pdata[pad])->dst;
+}
+
 const reel_caps *reel_element_output_want(const reel_element *e, int pad)
 {
     g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len, NULL);

@@ -53,6 +53,7 @@ struct reel_element {
     bool inserted;                 // an upload/download the pipeline added
     reel_xfer xfer;                // bytes this element moved host <-> device
     void *priv;
+    uint64_t props_set;            // bit i: the class's property i was set
     reel_pipeline *pipeline;
 
     GPtrArray *inputs, *outputs;   // reel_link *, indexed by pad

@@ -245,7 +245,11 @@ int reel_element_set(reel_element *e, const char *name, const char *value, GErro
                     reel_element_name(e), e->klass->name, name);
         return REEL_EINVAL;
     }
-    if (!store(e, prop, value)) {
+    if (store(e, prop, value)) {
+        ptrdiff_t i = prop - e->klass->props;
+        if (i < 64)
+            e->props_set |= (uint64_t)1 << i;
+    } else {
         char *valid = reel_prop_describe_values(prop);
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "invalid value '%s' for property '%s' of '%s': expected %s",
                     value, name, reel_element_name(e), valid);
@@ -253,6 +257,15 @@ int reel_element_set(reel_element *e, const char *name, const char *value, GErro
         return REEL_EINVAL;
     }
     return 0;
+}
+
+bool reel_element_prop_is_set(const reel_element *e, const char *name)
+{
+    if (strcmp(name, "device") == 0)
+        return e->device_request != NULL;
+    const reel_prop *prop = reel_element_class_find_prop(e->klass, name);
+    ptrdiff_t i = prop ? prop - e->klass->props : 64;
+    return i < 64 && (e->props_set >> i & 1);
 }
 
 char *reel_element_get(reel_element *e, const char *name)

@@ -68,3 +68,84 @@ reel_detections *reel_detections_new(int n)
     }
     return d;
 }
+
+static void inference_free(void *data)
+{
+    reel_inference *inf = data;
+    for (int i = 0; i < inf->n; i++) {
+        g_free(inf->names[i]);
+        reel_buffer_unref(&inf->outputs[i]);
+    }
+    g_free(inf->names);
+    g_free(inf->outputs);
+    g_free(inf->manifest);
+    g_free(inf);
+}
+
+static void *inference_copy(const void *data)
+{
+    const reel_inference *src = data;
+    reel_inference *inf = reel_inference_new(src->n);
+    memcpy(inf->model, src->model, sizeof inf->model);
+    inf->manifest = g_strdup(src->manifest);
+    inf->transform = src->transform;
+    inf->has_transform = src->has_transform;
+    for (int i = 0; i < src->n; i++) {
+        inf->names[i] = g_strdup(src->names[i]);
+        inf->outputs[i] = src->outputs[i] ? reel_buffer_ref(src->outputs[i]) : NULL;
+    }
+    return inf;
+}
+
+const reel_meta_type reel_inference_meta = { "inference", inference_free, inference_copy };
+
+reel_inference *reel_inference_new(int n)
+{
+    reel_inference *inf = g_new0(reel_inference, 1);
+    inf->n = n;
+    inf->names = g_new0(char *, n + 1);
+    inf->outputs = g_new0(reel_buffer *, n + 1);
+    return inf;
+}
+
+const reel_buffer *reel_inference_output(const reel_inference *inf, const char *name, int i)
+{
+    if (!name)
+        return i >= 0 && i < inf->n ? inf->outputs[i] : NULL;
+    for (int k = 0; k < inf->n; k++)
+        if (inf->names[k] && strcmp(inf->names[k], name) == 0)
+            return inf->outputs[k];
+    return NULL;
+}
+
+const reel_inference *reel_buffer_last_inference(const reel_buffer *b)
+{
+    const reel_inference *last = NULL;
+    void *data;
+    for (reel_meta *m = reel_buffer_next_meta(b, NULL, &reel_inference_meta, &data); m;
+         m = reel_buffer_next_meta(b, m, &reel_inference_meta, &data))
+        last = data;
+    return last;
+}
+
+static size_t classifications_size(int n)
+{
+    return sizeof(reel_classifications) + (size_t)n * sizeof(reel_classification);
+}
+
+static void *classifications_copy(const void *data)
+{
+    const reel_classifications *c = data;
+    return g_memdup2(c, classifications_size(c->n));
+}
+
+const reel_meta_type reel_classifications_meta = { "classifications", g_free, classifications_copy };
+
+reel_classifications *reel_classifications_new(int n)
+{
+    reel_classifications *c = g_malloc0(classifications_size(n));
+    c->n = n;
+    for (int i = 0; i < n; i++)
+        c->items[i].detection = -1;
+    return c;
+}

@@ -112,7 +112,9 @@ void reel_buffer_unref(reel_buffer **b);
 // Whether the caller holds the only reference.
 bool reel_buffer_is_writable(const reel_buffer *b);
 // Replaces *b with a writable buffer of the same contents and metadata
-// (a copy when *b is shared). Returns 0 or REEL_ENOMEM.
+// (a copy when *b is shared; in device memory, a copy on the same device
+// made through the host's view of it). Returns 0 or REEL_ENOMEM (also for
+// shared device memory the host cannot see).
 int reel_buffer_make_writable(reel_buffer **b);
 // A deep copy with refcount 1 (contents, fields and copyable metadata), in
 // host memory; NULL for a buffer in device memory.

@@ -177,6 +177,20 @@ void reel_element_trace_dispatch(reel_element *e, const char *what, uint64_t poi
 int reel_element_n_inputs(const reel_element *e);
 int reel_element_n_outputs(const reel_element *e);
 
+// The element linked to input or output `pad` (NULL when none): for an
+// element that takes its defaults from a neighbour (preprocess from the
+// model of the infer after it).
+reel_element *reel_element_upstream(const reel_element *e, int pad);
+reel_element *reel_element_downstream(const reel_element *e, int pad);
+
+// Adds to what the report says about where the element ran: for work it
+// could not do on its device (a model that ran on the cpu). Call from start.
+void reel_element_note_placement(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+// Whether property `name` was set (by text, a file or the API) rather than
+// left at its default: defaults from a model's manifest apply only then.
+bool reel_element_prop_is_set(const reel_element *e, const char *name);
+
 // Negotiated formats, valid from `configure` (inputs) and `start` (all).
 // These are the formats the run starts with: after a mid-stream change (a
 // new resolution) each buffer's own `format` is the truth.

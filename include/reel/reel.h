@@ -2,6 +2,7 @@
 #ifndef REEL_H
 #define REEL_H
 
+#include "app.h"
 #include "buffer.h"
 #include "bus.h"
 #include "caps.h"

@@ -54,4 +54,40 @@ extern const reel_meta_type reel_detections_meta;
 // buffer it is attached to (or g_free()).
 reel_detections *reel_detections_new(int n);
 
+// What an infer attached to a frame: the model's output tensors (host
+// buffers, format.shape says their shapes) and the transform from the frame
+// into the model's input. One meta per infer; chained infers add one each.
+typedef struct reel_inference {
+    char model[128];           // the model's name: zoo name or file stem
+    char *manifest;            // path of its manifest (g_free'd), NULL when none
+    reel_transform transform;  // frame -> model input
+    bool has_transform;        // false when the tensor came without one
+    int n;
+    char **names;              // output names, n of them
+    reel_buffer **outputs;     // n tensors (one reference each)
+} reel_inference;
+extern const reel_meta_type reel_inference_meta;
+
+// A zeroed inference with n outputs, freed by the buffer it is attached to.
+reel_inference *reel_inference_new(int n);
+// The output called `name`, or when name is NULL the i-th; NULL if none.
+const reel_buffer *reel_inference_output(const reel_inference *inf, const char *name, int i);
+// The last inference meta of frame b (from the last infer), or NULL.
+const reel_inference *reel_buffer_last_inference(const reel_buffer *b);
+
+// Classes a classifier found for a frame (or for each detection, by index).
+typedef struct reel_classification {
+    int class_id;
+    float score;
+    char label[REEL_LABEL_MAX];
+    int detection;             // index into the frame's detections; -1: the whole frame
+} reel_classification;
+
+typedef struct reel_classifications {
+    int n;
+    reel_classification items[];
+} reel_classifications;
+extern const reel_meta_type reel_classifications_meta;
+reel_classifications *reel_classifications_new(int n);
+
 #endif

@@ -1,0 +1,315 @@
+// infer: runs an ONNX model on each tensor from preprocess and attaches the
+// outputs to the frame the tensor was made from (reel_inference in
+// include/reel/vision.h); the frame, not the tensor, travels on, so what
+// follows works at full resolution. Several infers chain: each adds its own
+// inference meta.
+//
+// The model runs on reel's CPU runtime. Placed on a GPU, infer still takes
+// and passes on that device's buffers (a tensor in device memory is read
+// back, counted in the report) and says once that the model ran on the cpu:
+// the Vulkan kernels are not there yet.
+#include <string.h>
+
+#include "elements/manifest.h"
+#include "reel/model.h"
+#include "reel/reel.h"
+
+enum { PRECISION_FP32, PRECISION_FP16 };
+
+typedef struct infer_priv {
+    char *model_spec;
+    int threads, batch, precision;
+    char *input_name;
+
+    reel_model_file ref;
+    reel_model *model;
+    reel_session *session;
+    int input;          // index of the input the tensors feed
+    GPtrArray *pending; // tensors waiting for a batch to fill
+} infer_priv;
+
+static const reel_enum_value precisions[] = {
+    { "fp32", PRECISION_FP32, "32-bit floats" },
+    { "fp16", PRECISION_FP16, "16-bit floats (GPU kernels; not on the cpu yet)" },
+    { NULL },
+};
+
+static const reel_prop props[] = {
+    { "model", REEL_PROP_STRING, offsetof(infer_priv, model_spec), NULL,
+      .help = "an .onnx file (a manifest beside it, NAME.reel, gives defaults) or a model zoo name" },
+    { "threads", REEL_PROP_INT, offsetof(infer_priv, threads), "1", 0, 256,
+      .help = "threads of the model's kernels; 0: one per core (other elements share the cores)" },
+    { "batch", REEL_PROP_INT, offsetof(infer_priv, batch), "1", 1, 64,
+      .help = "frames per inference (the model's first input dim must be free)" },
+    { "input-name", REEL_PROP_STRING, offsetof(infer_priv, input_name), NULL,
+      .help = "the model input the tensors feed; default: the first" },
+    { "precision", REEL_PROP_ENUM, offsetof(infer_priv, precision), "fp32", .values = precisions,
+      .help = "arithmetic precision" },
+    { NULL },
+};
+
+static int load(reel_element *e)
+{
+    infer_priv *s = reel_element_priv(e);
+    if (s->model)
+        return 0;
+    GError *err = NULL;
+    int rc = reel_model_resolve(s->model_spec, &s->ref, &err);
+    if (rc == 0 && s->ref.manifest)
+        rc = reel_manifest_apply(s->ref.manifest, "infer", e, &err);
+    if (rc == 0 && !(s->model = reel_model_load(s->ref.path, &err)))
+        rc = err->code;
+    if (rc < 0) {
+        rc = reel_element_error(e, rc, "%s", err->message);
+        g_error_free(err);
+        return rc;
+    }
+    s->input = 0;
+    for (int i = 0; s->input_name && i < reel_model_n_inputs(s->model); i++)
+        if (strcmp(reel_model_input(s->model, i)->name, s->input_name) == 0)
+            s->input = i;
+    const reel_model_io *in = reel_model_input(s->model, s->input);
+    if (s->input_name && strcmp(in->name, s->input_name) != 0)
+        return reel_element_error(e, REEL_EINVAL, "model %s has no input '%s' (its first is '%s')", s->ref.path,
+                                  s->input_name, in->name);
+    if (reel_model_n_inputs(s->model) > 1)
+        return reel_element_error(e, REEL_EUNSUPPORTED, "model %s has %d inputs; infer feeds models of one input",
+                                  s->ref.path, reel_model_n_inputs(s->model));
+    if (s->precision == PRECISION_FP16)
+        return reel_element_error(e, REEL_EUNSUPPORTED, "precision=fp16 needs GPU kernels; the cpu runs fp32");
+    if (s->batch > 1 && in->dims[0] > 0 && in->dims[0] != s->batch)
+        return reel_element_error(e, REEL_EINVAL, "batch=%d but model %s's input %s takes a batch of %" G_GINT64_FORMAT,
+                                  s->batch, s->ref.path, in->name, in->dims[0]);
+    return 0;
+}
+
+// Pass 1: ask preprocess for the model's input shape (free dims left open).
+static int want(reel_element *e, int pad, reel_caps *want)
+{
+    (void)pad;
+    infer_priv *s = reel_element_priv(e);
+    int rc = load(e);
+    if (rc < 0)
+        return rc;
+    const reel_model_io *in = reel_model_input(s->model, s->input);
+    reel_caps c = *want;
+    c.media = REEL_MEDIA_TENSOR;
+    c.dtype = in->dtype;
+    c.rank = in->rank;
+    for (int i = 0; i < in->rank && i < REEL_TENSOR_MAX_RANK; i++)
+        c.shape[i] = in->dims[i] > 0 ? in->dims[i] : 0;
+    if (s->batch > 1 || in->dims[0] <= 0)
+        c.shape[0] = 1; // one frame per tensor; infer makes the batch
+    if (!reel_caps_intersect(want, &c, want))
+        return reel_element_error(e, REEL_EFORMAT, "model %s's input does not fit what comes in", s->ref.path);
+    return 0;
+}
+
+// The frames: what the element before the tensor's maker takes in.
+static int configure(reel_element *e, int pad, reel_caps *out)
+{
+    (void)pad;
+    reel_element *at = e;
+    for (int steps = 0; steps < 32 && (at = reel_element_upstream(at, 0)); steps++) {
+        const reel_caps *f = reel_element_input_format(at, 0);
+        if (f && f->media == REEL_MEDIA_VIDEO_RAW) {
+            unsigned memory = out->memory;
+            *out = *f;
+            // The frames stay where they are; the element's side decides.
+            if (memory == REEL_MEMORY_HOST || memory == REEL_MEMORY_DEVICE)
+                out->memory = memory;
+            return 0;
+        }
+    }
+    return reel_element_error(e, REEL_EFORMAT, "infer takes tensors made from frames: put a preprocess before it");
+}
+
+static int start(reel_element *e)
+{
+    infer_priv *s = reel_element_priv(e);
+    int rc = load(e);
+    if (rc < 0)
+        return rc;
+    GError *err = NULL;
+    if (!(s->session = reel_session_new(s->model, reel_session_params(.threads = s->threads), &err))) {
+        rc = reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return rc;
+    }
+    s->pending = g_ptr_array_new();
+    reel_device *dev = reel_element_device(e);
+    if (dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU)
+        reel_element_note_placement(e, "its model %s runs on the cpu: reel has no Vulkan kernels yet; the input "
+                                       "tensor is read back", s->ref.name);
+    return 0;
+}
+
+// The tensor in host memory: itself, or read back from the device.
+static reel_buffer *host_tensor(reel_element *e, reel_buffer *t)
+{
+    if (!t->mem)
+        return reel_buffer_ref(t);
+    reel_caps f = t->format;
+    f.memory = REEL_MEMORY_HOST;
+    reel_buffer *h = reel_buffer_new_format(&f);
+    if (h && reel_mem_download(t->mem, 0, h->data, h->size, reel_element_xfer(e)) < 0)
+        reel_buffer_unref(&h);
+    return h;
+}
+
+// One batch tensor from n host tensors of one frame each.
+static reel_buffer *stack(GPtrArray *tensors)
+{
+    const reel_buffer *first = tensors->pdata[0];
+    reel_caps f = first->format;
+    f.shape[0] = tensors->len;
+    reel_buffer *b = reel_buffer_new_format(&f);
+    for (guint i = 0; b && i < tensors->len; i++)
+        memcpy(b->data + i * first->size, ((reel_buffer *)tensors->pdata[i])->data, first->size);
+    return b;
+}
+
+// Output i for frame k of a batch of n: a slice along the first dim.
+static reel_buffer *slice(const reel_buffer *out, int k, int n)
+{
+    if (n == 1)
+        return reel_buffer_ref((reel_buffer *)out);
+    reel_caps f = out->format;
+    f.shape[0] = 1;
+    reel_buffer *b = reel_buffer_new_format(&f);
+    if (b)
+        memcpy(b->data, out->data + (size_t)k * (out->size / (size_t)n), b->size);
+    return b;
+}
+
+static int attach_and_push(reel_element *e, reel_buffer *tensor, reel_buffer **outputs, int k, int n)
+{
+    infer_priv *s = reel_element_priv(e);
+    reel_buffer *frame = reel_buffer_ref(reel_buffer_source_frame(tensor));
+    const reel_transform *t = reel_buffer_get_meta(tensor, &reel_transform_meta);
+    int n_out = reel_model_n_outputs(s->model);
+    reel_inference *inf = reel_inference_new(n_out);
+    g_strlcpy(inf->model, s->ref.name, sizeof inf->model);
+    inf->manifest = g_strdup(s->ref.manifest);
+    if (t) {
+        inf->transform = *t;
+        inf->has_transform = true;
+    }
+    for (int i = 0; i < n_out; i++) {
+        inf->names[i] = g_strdup(reel_model_output(s->model, i)->name);
+        inf->outputs[i] = slice(outputs[i], k, n);
+    }
+    // The tensor held a reference to the frame; with it gone the frame is
+    // usually ours alone and takes the meta without a copy.
+    reel_buffer_unref(&tensor);
+    int rc = reel_buffer_make_writable(&frame);
+    if (rc < 0) {
+        reel_inference_meta.free(inf); // never attached
+        reel_buffer_unref(&frame);
+        return reel_element_error(e, rc, "cannot copy a shared frame to attach results to");
+    }
+    reel_buffer_add_meta(frame, &reel_inference_meta, inf);
+    return reel_element_push(e, 0, frame);
+}
+
+static int run_batch(reel_element *e)
+{
+    infer_priv *s = reel_element_priv(e);
+    int n = (int)s->pending->len, n_out = reel_model_n_outputs(s->model), rc = 0;
+    if (n == 0)
+        return 0;
+    GPtrArray *host = g_ptr_array_new_with_free_func(NULL);
+    for (int i = 0; i < n && rc == 0; i++) {
+        reel_buffer *h = host_tensor(e, s->pending->pdata[i]);
+        if (!h)
+            rc = reel_element_error(e, REEL_EIO, "cannot read the input tensor back from the device");
+        else
+            g_ptr_array_add(host, h);
+    }
+    reel_buffer *input = rc == 0 ? (n == 1 ? reel_buffer_ref(host->pdata[0]) : stack(host)) : NULL;
+    reel_buffer **outputs = g_new0(reel_buffer *, n_out + 1);
+    GError *err = NULL;
+    if (rc == 0 && !input)
+        rc = reel_element_error(e, REEL_ENOMEM, "out of memory for a batch of %d", n);
+    else if (rc == 0 && (rc = reel_session_run(s->session, &input, outputs, &err)) < 0) {
+        rc = reel_element_error(e, rc, "%s", err->message);
+        g_error_free(err);
+    }
+    for (int k = 0; k < n; k++) {
+        reel_buffer *t = s->pending->pdata[k];
+        if (rc == 0)
+            rc = attach_and_push(e, t, outputs, k, n);
+        else
+            reel_buffer_unref(&t);
+    }
+    g_ptr_array_set_size(s->pending, 0);
+    for (int i = 0; i < n_out; i++)
+        reel_buffer_unref(&outputs[i]);
+    g_free(outputs);
+    for (guint i = 0; i < host->len; i++) {
+        reel_buffer *h = host->pdata[i];
+        reel_buffer_unref(&h);
+    }
+    g_ptr_array_free(host, TRUE);
+    reel_buffer_unref(&input);
+    return rc;
+}
+
+static int process(reel_element *e, int pad, reel_buffer *tensor)
+{
+    (void)pad;
+    infer_priv *s = reel_element_priv(e);
+    if (!reel_buffer_source_frame(tensor)) {
+        reel_buffer_unref(&tensor);
+        return reel_element_error(e, REEL_EFORMAT, "the tensor has no frame: infer takes tensors from preprocess");
+    }
+    g_ptr_array_add(s->pending, tensor);
+    return (int)s->pending->len >= s->batch ? run_batch(e) : 0;
+}
+
+// End of stream: a last, partial batch.
+static int flush(reel_element *e)
+{
+    return run_batch(e);
+}
+
+static void stop(reel_element *e)
+{
+    infer_priv *s = reel_element_priv(e);
+    if (s->pending) {
+        for (guint i = 0; i < s->pending->len; i++) {
+            reel_buffer *t = s->pending->pdata[i];
+            reel_buffer_unref(&t);
+        }
+        g_ptr_array_free(s->pending, TRUE);
+        s->pending = NULL;
+    }
+    reel_session_destroy(&s->session);
+}
+
+static void uninit(reel_element *e)
+{
+    infer_priv *s = reel_element_priv(e);
+    stop(e);
+    reel_model_unref(&s->model);
+    reel_model_file_clear(&s->ref);
+}
+
+const reel_element_class reel_infer_class = {
+    .name = "infer",
+    .description = "Runs an ONNX model on tensors from preprocess; the results travel on with the frame",
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN,
+    .priv_size = sizeof(infer_priv),
+    .props = props,
+    .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "tensor",
+    .output_caps = "video/raw",
+    .want = want,
+    .configure = configure,
+    .start = start,
+    .process = process,
+    .flush = flush,
+    .stop = stop,
+    .uninit = uninit,
+};
