@@ -3,10 +3,6 @@
 #include "reel/app.h"
 #include "reel/reel.h"
 
-// The pipeline wakes only its own waits when it stops; ours also wait for
-// the application, so they look at the stop flag this often.
-#define STOP_CHECK_US 10000
-
 typedef struct appsink_priv {
     char *caps;
     int max_buffers;
@@ -103,14 +99,12 @@ static int flush(reel_element *e)
     return 0;
 }
 
-// Waits on the queue's condition until `deadline` or for a while, whichever
-// is first; false once the pipeline stops.
-static bool wait_a_little(reel_element *e, appsink_priv *s, int64_t deadline)
+static void unblock(reel_element *e)
 {
-    if (reel_element_should_stop(e))
-        return false;
-    g_cond_wait_until(&s->cond, &s->lock, MIN(deadline, g_get_monotonic_time() + STOP_CHECK_US));
-    return !reel_element_should_stop(e);
+    appsink_priv *s = reel_element_priv(e);
+    g_mutex_lock(&s->lock);
+    g_cond_broadcast(&s->cond);
+    g_mutex_unlock(&s->lock);
 }
 
 // Makes room for one more buffer: drops the oldest, or waits for the
@@ -121,8 +115,10 @@ static bool make_room_locked(reel_element *e, appsink_priv *s)
         if (s->drop) {
             reel_buffer *old = g_queue_pop_head(&s->queue);
             reel_buffer_unref(&old);
-        } else if (!wait_a_little(e, s, G_MAXINT64)) {
-            return false;
+        } else if (reel_element_is_aborting(e)) {
+            return false; // an end of stream still delivers what is on its way
+        } else {
+            g_cond_wait(&s->cond, &s->lock);
         }
     }
     return true;
@@ -161,9 +157,14 @@ reel_buffer *reel_appsink_pull(reel_element *appsink, int64_t timeout_us)
     g_return_val_if_fail(s, NULL);
     int64_t deadline = timeout_us < 0 ? G_MAXINT64 : g_get_monotonic_time() + timeout_us;
     g_mutex_lock(&s->lock);
-    while (g_queue_is_empty(&s->queue) && s->running && !s->eos && g_get_monotonic_time() < deadline
-           && wait_a_little(appsink, s, deadline))
-        ;
+    // Woken by a buffer, the end of stream (flush), an abort (unblock) or the
+    // end of the run (stop).
+    while (g_queue_is_empty(&s->queue) && s->running && !s->eos && !reel_element_is_aborting(appsink)) {
+        if (timeout_us < 0)
+            g_cond_wait(&s->cond, &s->lock);
+        else if (!g_cond_wait_until(&s->cond, &s->lock, deadline))
+            break; // timed out
+    }
     reel_buffer *b = g_queue_pop_head(&s->queue);
     if (b)
         g_cond_broadcast(&s->cond); // room for a waiting pipeline
@@ -206,4 +207,5 @@ const reel_element_class reel_appsink_class = {
     .process = process,
     .flush = flush,
     .stop = stop,
+    .unblock = unblock,
 };

@@ -4,10 +4,6 @@
 #include "reel/app.h"
 #include "reel/reel.h"
 
-// The pipeline wakes only its own waits when it stops; ours also wait for
-// the application, so they look at the stop flag this often.
-#define STOP_CHECK_US 10000
-
 typedef struct appsrc_priv {
     char *caps;
     int max_buffers;
@@ -104,13 +100,22 @@ static void stop(reel_element *e)
     g_mutex_unlock(&s->lock);
 }
 
-// Waits on the queue's condition for a while; false once the pipeline stops.
-static bool wait_a_little(reel_element *e, appsrc_priv *s)
+// Waits on the queue's condition; false once the pipeline is asked to end
+// (its unblock wakes the wait).
+static bool wait_for_change(reel_element *e, appsrc_priv *s)
 {
     if (reel_element_should_stop(e))
         return false;
-    g_cond_wait_until(&s->cond, &s->lock, g_get_monotonic_time() + STOP_CHECK_US);
+    g_cond_wait(&s->cond, &s->lock);
     return !reel_element_should_stop(e);
+}
+
+static void unblock(reel_element *e)
+{
+    appsrc_priv *s = reel_element_priv(e);
+    g_mutex_lock(&s->lock);
+    g_cond_broadcast(&s->cond);
+    g_mutex_unlock(&s->lock);
 }
 
 // The appsrc's thread: the next queued buffer, once there is one.
@@ -120,7 +125,7 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     (void)in;
     appsrc_priv *s = reel_element_priv(e);
     g_mutex_lock(&s->lock);
-    while (g_queue_is_empty(&s->queue) && !s->ended && wait_a_little(e, s))
+    while (g_queue_is_empty(&s->queue) && !s->ended && wait_for_change(e, s))
         ;
     reel_buffer *b = g_queue_pop_head(&s->queue);
     g_cond_broadcast(&s->cond); // room for a waiting push
@@ -188,7 +193,7 @@ static int push_locked(reel_element *e, appsrc_priv *s, reel_buffer *buf)
     while ((int)s->queue.length >= s->max_buffers) {
         if (!s->block)
             return REEL_AGAIN;
-        if (!wait_a_little(e, s) || !s->running)
+        if (!wait_for_change(e, s) || !s->running)
             return REEL_ESTOPPED;
     }
     stamp(s, buf);
@@ -243,4 +248,5 @@ const reel_element_class reel_appsrc_class = {
     .start = start,
     .process = process,
     .stop = stop,
+    .unblock = unblock,
 };

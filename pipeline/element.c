@@ -238,6 +238,11 @@ bool reel_element_should_stop(const reel_element *e)
     return atomic_load(&p->stopping) || atomic_load(&p->eos_requested);
 }
 
+bool reel_element_is_aborting(const reel_element *e)
+{
+    return atomic_load(&e->pipeline->stopping);
+}
+
 bool reel_element_wait_until(reel_element *e, int64_t deadline_us)
 {
     reel_pipeline *p = e->pipeline;

@@ -88,6 +88,8 @@ static void wake_all_locked(reel_pipeline *p)
         reel_element *e = p->elements->pdata[i];
         if (e->blocking)
             g_cond_signal(&e->wake);
+        if (e->klass->unblock)
+            e->klass->unblock(e);
     }
 }
 

@@ -63,9 +63,9 @@ int reel_appsrc_end(reel_element *appsrc);
 
 // The next buffer, oldest first; the caller owns it. Waits up to timeout_us
 // microseconds (<0: without limit; 0: does not wait). Returns NULL at end of
-// stream (reel_appsink_is_eos() is then true), on timeout, when the
-// pipeline is not running, or once it stops (abort, error, or
-// reel_pipeline_send_eos(): buffers still on their way may be lost then).
+// stream (reel_appsink_is_eos() is then true; after
+// reel_pipeline_send_eos() too, once what was on its way has come), on
+// timeout, when the pipeline is not running, or once it is aborted or fails.
 // Buffers queued when the run ended are still returned first.
 // Thread-safety: any thread; call after reel_pipeline_start().
 reel_buffer *reel_appsink_pull(reel_element *appsink, int64_t timeout_us);

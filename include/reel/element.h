@@ -119,6 +119,12 @@ typedef struct reel_element_class {
     int (*process)(reel_element *e, int pad, reel_buffer *buf);
     int (*flush)(reel_element *e);
     void (*stop)(reel_element *e);
+    // Optional. Called (from any thread, with a pipeline lock held: it must
+    // only signal, never block or call into the pipeline) when the pipeline
+    // is asked to end or stops, so that an element waiting for something
+    // outside the pipeline (an application, a device) looks at
+    // reel_element_should_stop() at once instead of polling it.
+    void (*unblock)(reel_element *e);
 } reel_element_class;
 
 // ---- the registry ----------------------------------------------------------
@@ -221,6 +227,10 @@ void reel_element_info(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3
 // Whether the pipeline asked its sources to stop (EOS or abort). Blocking
 // sources check this to end a wait early.
 bool reel_element_should_stop(const reel_element *e);
+
+// Whether the pipeline is being aborted or failed (not a requested end of
+// stream): elements waiting to hand data on give up only then.
+bool reel_element_is_aborting(const reel_element *e);
 
 // Sleeps until the monotonic time `deadline_us` (g_get_monotonic_time())
 // or until the pipeline stops, whichever is first. Returns false when woken
