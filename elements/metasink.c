@@ -10,12 +10,12 @@
 //   "width", "height": int, for video frames
 //   "shape":           [int, ...], for tensors (instead of width and height)
 //   "detections":      array, always there (maybe empty), each:
-//       "box":       [x0, y0, x1, y1], frame pixels, 2 decimals
+//       "box":       [x0, y0, x1, y1], frame pixels, 3 decimals
 //       "score":     number, 4 decimals
 //       "class":     int            (omitted when none: class id -1)
 //       "label":     string         (omitted when empty)
 //       "track":     int            (omitted when untracked: track id -1)
-//       "landmarks": [[x, y], ...]  (omitted when none; 2 decimals)
+//       "landmarks": [[x, y], ...]  (omitted when none; 3 decimals)
 //   "classifications": array, always there (maybe empty), each:
 //       "class":     int
 //       "label":     string         (omitted when empty)
@@ -111,7 +111,7 @@ static int start(reel_element *e)
 
 // ---- text of one frame ----------------------------------------------------------
 
-// v with `fmt` ("%.2f"), in the C locale whatever the program's; `none`
+// v with `fmt` ("%.3f"), in the C locale whatever the program's; `none`
 // when not finite.
 static void add_number(GString *out, double v, const char *fmt, const char *none)
 {
@@ -139,7 +139,7 @@ static void json_detection(GString *out, const reel_detection *d)
     const float box[4] = { d->x0, d->y0, d->x1, d->y1 };
     for (int i = 0; i < 4; i++) {
         g_string_append(out, i ? ", " : "");
-        add_number(out, box[i], "%.2f", "null");
+        add_number(out, box[i], "%.3f", "null");
     }
     g_string_append(out, "], \"score\": ");
     add_number(out, d->score, "%.4f", "null");
@@ -156,9 +156,9 @@ static void json_detection(GString *out, const reel_detection *d)
     int nl = CLAMP(d->n_landmarks, 0, REEL_MAX_LANDMARKS);
     for (int l = 0; l < nl; l++) {
         g_string_append(out, l ? ", [" : ", \"landmarks\": [[");
-        add_number(out, d->landmarks[l][0], "%.2f", "null");
+        add_number(out, d->landmarks[l][0], "%.3f", "null");
         g_string_append(out, ", ");
-        add_number(out, d->landmarks[l][1], "%.2f", "null");
+        add_number(out, d->landmarks[l][1], "%.3f", "null");
         g_string_append(out, l + 1 < nl ? "]" : "]]");
     }
     g_string_append_c(out, '}');
@@ -233,7 +233,7 @@ static void csv_rows(GString *out, const reel_buffer *b, const reel_detections *
         const float box[4] = { d->x0, d->y0, d->x1, d->y1 };
         for (int k = 0; k < 4; k++) {
             g_string_append_c(out, ',');
-            add_number(out, box[k], "%.2f", "");
+            add_number(out, box[k], "%.3f", "");
         }
         g_string_append_c(out, ',');
         add_number(out, d->score, "%.4f", "");

@@ -9,7 +9,8 @@ compare DIR JSONL...
     BlazeFace rules written here (SSD anchors at strides 8, 16, 16, 16;
     sigmoid; weighted NMS), maps the boxes back to frame pixels, and checks
     that each metasink file found the same faces, every box corner within
-    2 pixels. Exits 1 on any difference.
+    2 pixels, and that the files (the same pipeline on different devices)
+    agree with each other within 1e-3 pixels. Exits 1 on any difference.
 """
 import json
 import math
@@ -135,7 +136,26 @@ def compare(outdir, jsonl_paths):
                     failures += 1
         faces = sum(len(v) for v in reference.values())
         print(f"{path}: {len(lines)} frames, {faces} faces in the reference, {failures} differences so far")
+    failures += same_devices(jsonl_paths)
     sys.exit(1 if failures else 0)
+
+
+def same_devices(paths):
+    """The runs on different devices (the same pipeline pinned to the cpu and
+    to vulkan:0) found the same boxes, within 1e-3 pixels (plus the half
+    step of metasink's three decimals)."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append([[d["box"] for d in json.loads(line).get("detections", [])] for line in f])
+    failures = 0
+    for path, run in zip(paths[1:], runs[1:]):
+        for n, (a, b) in enumerate(zip(runs[0], run)):
+            diff = max((abs(x - y) for p, q in zip(a, b) for x, y in zip(p, q)), default=0.0)
+            if len(a) != len(b) or diff > 1.5e-3:
+                print(f"{path} frame {n}: differs from {paths[0]} ({len(b)} vs {len(a)} boxes, {diff:.4f} px)")
+                failures += 1
+    return failures
 
 
 if __name__ == "__main__":
