@@ -166,6 +166,10 @@ void vk_queue_destroy(reel_device *dev)
     vk_priv *vk = vk_of(dev);
     if (vk->timeline) {
         vk_wait(dev, 0);
+        // The timeline reaching its last value is not the queue being done
+        // with it: a driver's queue thread (lavapipe's) may still be
+        // finishing the signal. Only an idle device may lose its objects.
+        vkDeviceWaitIdle(vk->dev);
         vkDestroySemaphore(vk->dev, vk->timeline, NULL);
     }
     if (vk->queries)
