@@ -1,6 +1,8 @@
 // classify: reads a classifier's output an infer attached to a frame
 // (reel_inference), turns it into probabilities (softmax) and attaches the
-// best classes to the frame as reel_classifications of the whole frame.
+// best classes to the frame as reel_classifications: of the whole frame, or
+// of each detection when the classifier ran on their crops (preprocess
+// roi=detections).
 // It reads only metadata, so frames pass in whatever memory they are in.
 #include <math.h>
 #include <stdlib.h>
@@ -88,15 +90,13 @@ static bool read_scores(reel_element *e, const reel_inference *inf)
 }
 
 // The k best classes at or above the threshold, best first (ties: the lower
-// class id), by k passes of a max search: k is small.
-static reel_classifications *best_classes(classify_priv *s)
+// class id), by k passes of a max search (k is small), appended to out.
+static void best_classes(classify_priv *s, int detection, reel_classifications *out)
 {
     float *p = (float *)s->probs->data;
     int n = (int)s->probs->len;
-    reel_classifications *out = reel_classifications_new(s->top_k);
-    int kept = 0;
     bool *taken = g_new0(bool, n + 1);
-    while (kept < s->top_k) {
+    for (int kept = 0; kept < s->top_k; kept++) {
         int best = -1;
         for (int c = 0; c < n; c++)
             if (!taken[c] && (best < 0 || p[c] > p[best]))
@@ -104,34 +104,70 @@ static reel_classifications *best_classes(classify_priv *s)
         if (best < 0 || p[best] < (float)s->threshold)
             break;
         taken[best] = true;
-        reel_classification *item = &out->items[kept++];
-        *item = (reel_classification){ .class_id = best, .score = p[best], .detection = -1 };
+        reel_classification *item = &out->items[out->n++];
+        *item = (reel_classification){ .class_id = best, .score = p[best], .detection = detection };
         reel_label_copy(item->label, s->labels, s->n_labels, best);
     }
     g_free(taken);
-    out->n = kept; // the rest of the allocation goes unused
-    return out;
+}
+
+// The classifier's results on this frame: the last inference, or when it
+// classified crops of detections (preprocess roi=detections), every crop's
+// inference of that model.
+static GPtrArray *classifier_results(const reel_buffer *buf)
+{
+    const reel_inference *last = reel_buffer_last_inference(buf);
+    GPtrArray *list = g_ptr_array_new();
+    if (!last)
+        return list;
+    if (last->detection < 0) {
+        g_ptr_array_add(list, (gpointer)last);
+        return list;
+    }
+    void *data;
+    for (reel_meta *m = reel_buffer_next_meta(buf, NULL, &reel_inference_meta, &data); m;
+         m = reel_buffer_next_meta(buf, m, &reel_inference_meta, &data)) {
+        const reel_inference *inf = data;
+        if (inf->detection >= 0 && strcmp(inf->model, last->model) == 0)
+            g_ptr_array_add(list, data);
+    }
+    return list;
 }
 
 static int process(reel_element *e, int pad, reel_buffer *buf)
 {
     (void)pad;
     classify_priv *s = reel_element_priv(e);
-    const reel_inference *inf = reel_buffer_last_inference(buf);
+    // Read before the frame may be copied below: the metas are the frame's.
+    GPtrArray *results = classifier_results(buf);
+    reel_classifications *out = NULL;
     int rc = 0;
-    if (!inf)
+    if (results->len == 0 && reel_buffer_get_meta(buf, &reel_detections_meta)) {
+        out = reel_classifications_new(0); // crops of detections, and there were none
+    } else if (results->len == 0) {
         rc = reel_element_error(e, REEL_EINVAL, "frame %" G_GINT64_FORMAT " carries no inference results: put an "
                                 "infer before classify", buf->frame_number);
-    else if (!read_scores(e, inf))
-        rc = REEL_EFORMAT;
+    } else {
+        out = reel_classifications_new((int)results->len * s->top_k);
+        out->n = 0; // best_classes() fills it; the rest of the allocation goes unused
+        for (guint i = 0; i < results->len && rc == 0; i++) {
+            const reel_inference *inf = results->pdata[i];
+            if (read_scores(e, inf))
+                best_classes(s, inf->detection, out);
+            else
+                rc = REEL_EFORMAT;
+        }
+    }
+    g_ptr_array_free(results, TRUE);
     // Other branches may hold this frame: metadata goes on a copy of our own.
-    else if ((rc = reel_buffer_make_writable(&buf)) < 0)
+    if (rc == 0 && (rc = reel_buffer_make_writable(&buf)) < 0)
         reel_element_error(e, rc, "cannot copy a shared frame to attach classes: %s", reel_strerror(rc));
     if (rc < 0) {
+        g_free(out);
         reel_buffer_unref(&buf);
         return rc;
     }
-    reel_buffer_add_meta(buf, &reel_classifications_meta, best_classes(s));
+    reel_buffer_add_meta(buf, &reel_classifications_meta, out);
     return reel_element_push(e, 0, buf);
 }
 

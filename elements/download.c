@@ -31,33 +31,15 @@ static int process(reel_element *e, int pad, reel_buffer *in)
 {
     (void)pad;
     download_priv *s = reel_element_priv(e);
-    reel_caps f = in->format;
-    f.memory = REEL_MEMORY_HOST;
-    // A frame laid out by its producer (rows with padding) comes back whole.
-    bool packed = reel_buffer_is_packed(in);
-    size_t size = packed ? reel_buffer_packed_size(&f) : reel_mem_size(in->mem);
-    reel_buffer *out = reel_buffer_new_format(&f);
-    int rc = out ? 0 : REEL_ENOMEM;
-    bool tensor = f.media == REEL_MEDIA_TENSOR;
-    if (rc == 0 && !tensor && size > s->packed_size) {
-        g_free(s->packed);
-        s->packed = g_malloc(size);
-        s->packed_size = size;
-    }
-    if (rc == 0)
-        rc = reel_mem_download(in->mem, 0, tensor ? out->data : s->packed, size, reel_element_xfer(e));
-    if (rc == 0 && !tensor && packed)
-        reel_buffer_unpack(out, s->packed);
-    else if (rc == 0 && !tensor)
-        reel_buffer_unpack_layout(out, s->packed, in);
-    if (rc == 0) {
-        reel_buffer_copy_props(out, in);
-    } else {
-        reel_buffer_unref(&out);
-        reel_element_error(e, rc, "download of %zu bytes failed: %s", size, reel_strerror(rc));
-    }
+    GError *err = NULL;
+    reel_buffer *out = reel_buffer_to_host(in, &s->packed, &s->packed_size, reel_element_xfer(e), &err);
     reel_buffer_unref(&in);
-    return out ? reel_element_push(e, 0, out) : rc;
+    if (!out) {
+        int rc = reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return rc;
+    }
+    return reel_element_push(e, 0, out);
 }
 
 static void stop(reel_element *e)

@@ -18,7 +18,7 @@ enum { PRECISION_FP32, PRECISION_FP16 };
 
 typedef struct infer_priv {
     char *model_spec;
-    int threads, batch, precision;
+    int threads, batch, precision, max_wait_ms;
     char *input_name;
 
     reel_model_file ref;
@@ -26,6 +26,11 @@ typedef struct infer_priv {
     reel_session *session;
     int input;          // index of the input the tensors feed
     GPtrArray *pending; // tensors waiting for a batch to fill
+    int64_t pending_since; // when the first of them came (monotonic µs)
+    reel_buffer *crop_frame;  // the frame whose crops are coming (roi=detections)
+    GPtrArray *crop_results;  // reel_inference *, one per crop so far
+    uint8_t *scratch;         // for frames moved to this element's memory
+    size_t scratch_size;
 } infer_priv;
 
 static const reel_enum_value precisions[] = {
@@ -41,6 +46,9 @@ static const reel_prop props[] = {
       .help = "threads of the model's kernels; 0: one per core (other elements share the cores)" },
     { "batch", REEL_PROP_INT, offsetof(infer_priv, batch), "1", 1, 64,
       .help = "frames per inference (the model's first input dim must be free)" },
+    { "max-wait-ms", REEL_PROP_INT, offsetof(infer_priv, max_wait_ms), "0", 0, 60000,
+      .help = "a partial batch runs once its first frame has waited this long (checked as frames come; 0: "
+              "wait for a full batch)" },
     { "input-name", REEL_PROP_STRING, offsetof(infer_priv, input_name), NULL,
       .help = "the model input the tensors feed; default: the first" },
     { "precision", REEL_PROP_ENUM, offsetof(infer_priv, precision), "fp32", .values = precisions,
@@ -137,6 +145,7 @@ static int start(reel_element *e)
         return rc;
     }
     s->pending = g_ptr_array_new();
+    s->crop_results = g_ptr_array_new();
     reel_device *dev = reel_element_device(e);
     if (dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU)
         reel_element_note_placement(e, "its model %s runs on the cpu: reel has no Vulkan kernels yet; the input "
@@ -182,10 +191,9 @@ static reel_buffer *slice(const reel_buffer *out, int k, int n)
     return b;
 }
 
-static int attach_and_push(reel_element *e, reel_buffer *tensor, reel_buffer **outputs, int k, int n)
+// The results for frame k of a batch of n, as the meta the frame gets.
+static reel_inference *results(infer_priv *s, const reel_buffer *tensor, reel_buffer **outputs, int k, int n)
 {
-    infer_priv *s = reel_element_priv(e);
-    reel_buffer *frame = reel_buffer_ref(reel_buffer_source_frame(tensor));
     const reel_transform *t = reel_buffer_get_meta(tensor, &reel_transform_meta);
     int n_out = reel_model_n_outputs(s->model);
     reel_inference *inf = reel_inference_new(n_out);
@@ -199,17 +207,61 @@ static int attach_and_push(reel_element *e, reel_buffer *tensor, reel_buffer **o
         inf->names[i] = g_strdup(reel_model_output(s->model, i)->name);
         inf->outputs[i] = slice(outputs[i], k, n);
     }
-    // The tensor held a reference to the frame; with it gone the frame is
-    // usually ours alone and takes the meta without a copy.
-    reel_buffer_unref(&tensor);
-    int rc = reel_buffer_make_writable(&frame);
-    if (rc < 0) {
-        reel_inference_meta.free(inf); // never attached
-        reel_buffer_unref(&frame);
-        return reel_element_error(e, rc, "cannot copy a shared frame to attach results to");
+    return inf;
+}
+
+// Attaches the metas to the frame and sends it on. The tensors that held
+// references to the frame are gone by now, so the frame is usually ours
+// alone and takes the metas without a copy.
+// The frame in the memory this element's output is in: a preprocess on
+// another device than infer saw the frame there (the bytes are counted).
+static int move_frame(reel_element *e, reel_buffer **frame)
+{
+    infer_priv *s = reel_element_priv(e);
+    bool device = reel_element_output_format(e, 0)->memory == REEL_MEMORY_DEVICE;
+    if (device == ((*frame)->mem != NULL))
+        return 0;
+    GError *err = NULL;
+    reel_xfer *acc = reel_element_xfer(e);
+    reel_buffer *moved = device ? reel_buffer_to_device(*frame, reel_element_device(e), &s->scratch,
+                                                        &s->scratch_size, acc, &err)
+                                : reel_buffer_to_host(*frame, &s->scratch, &s->scratch_size, acc, &err);
+    reel_buffer_unref(frame);
+    if (!moved) {
+        int rc = reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return rc;
     }
-    reel_buffer_add_meta(frame, &reel_inference_meta, inf);
+    *frame = moved;
+    return 0;
+}
+
+static int push_frame(reel_element *e, reel_buffer *frame, reel_inference **metas, int n)
+{
+    int rc = move_frame(e, &frame);
+    if (rc == 0)
+        rc = reel_buffer_make_writable(&frame);
+    for (int i = 0; i < n; i++) {
+        if (rc == 0)
+            reel_buffer_add_meta(frame, &reel_inference_meta, metas[i]);
+        else
+            reel_inference_meta.free(metas[i]); // never attached
+    }
+    if (rc < 0) {
+        bool reported = frame == NULL;
+        reel_buffer_unref(&frame);
+        return reported ? rc : reel_element_error(e, rc, "cannot copy a shared frame to attach results to");
+    }
     return reel_element_push(e, 0, frame);
+}
+
+static int attach_and_push(reel_element *e, reel_buffer *tensor, reel_buffer **outputs, int k, int n)
+{
+    infer_priv *s = reel_element_priv(e);
+    reel_buffer *frame = reel_buffer_ref(reel_buffer_source_frame(tensor));
+    reel_inference *inf = results(s, tensor, outputs, k, n);
+    reel_buffer_unref(&tensor);
+    return push_frame(e, frame, &inf, 1);
 }
 
 static int run_batch(reel_element *e)
@@ -255,6 +307,64 @@ static int run_batch(reel_element *e)
     return rc;
 }
 
+// Runs the model on one tensor now; outputs[] gets its outputs.
+static int run_one(reel_element *e, reel_buffer *tensor, reel_buffer **outputs)
+{
+    infer_priv *s = reel_element_priv(e);
+    reel_buffer *host = host_tensor(e, tensor);
+    if (!host)
+        return reel_element_error(e, REEL_EIO, "cannot read the input tensor back from the device");
+    GError *err = NULL;
+    int rc = reel_session_run(s->session, &host, outputs, &err);
+    if (rc < 0) {
+        rc = reel_element_error(e, rc, "%s", err->message);
+        g_error_free(err);
+    }
+    reel_buffer_unref(&host);
+    return rc;
+}
+
+// A crop of detection `index` of `count` of its frame (preprocess
+// roi=detections): its results are kept until the frame's last crop, then
+// the frame goes on once with all of them (count 0: at once, untouched).
+static int process_crop(reel_element *e, reel_buffer *tensor, const reel_crop *crop)
+{
+    infer_priv *s = reel_element_priv(e);
+    reel_buffer *frame = reel_buffer_source_frame(tensor);
+    if (crop->index == 0) {
+        reel_buffer_unref(&s->crop_frame);
+        g_ptr_array_set_size(s->crop_results, 0);
+        s->crop_frame = reel_buffer_ref(frame);
+    } else if (frame != s->crop_frame) {
+        reel_buffer_unref(&tensor);
+        return reel_element_error(e, REEL_EINTERNAL, "crops of two frames interleaved");
+    }
+    int rc = 0;
+    if (crop->count > 0) {
+        int n_out = reel_model_n_outputs(s->model);
+        reel_buffer **outputs = g_new0(reel_buffer *, n_out + 1);
+        if ((rc = run_one(e, tensor, outputs)) == 0) {
+            reel_inference *inf = results(s, tensor, outputs, 0, 1);
+            inf->detection = crop->index;
+            g_ptr_array_add(s->crop_results, inf);
+        }
+        for (int i = 0; i < n_out; i++)
+            reel_buffer_unref(&outputs[i]);
+        g_free(outputs);
+    }
+    bool last = crop->count == 0 || crop->index == crop->count - 1;
+    reel_buffer_unref(&tensor);
+    if (rc < 0 || !last)
+        return rc;
+    reel_buffer *f = g_steal_pointer(&s->crop_frame);
+    int n = (int)s->crop_results->len;
+    reel_inference **metas = (reel_inference **)g_ptr_array_steal(s->crop_results, NULL);
+    s->crop_results = g_ptr_array_new();
+    rc = push_frame(e, f, metas, n);
+    g_free(metas);
+    return rc;
+}
+
 static int process(reel_element *e, int pad, reel_buffer *tensor)
 {
     (void)pad;
@@ -263,8 +373,15 @@ static int process(reel_element *e, int pad, reel_buffer *tensor)
         reel_buffer_unref(&tensor);
         return reel_element_error(e, REEL_EFORMAT, "the tensor has no frame: infer takes tensors from preprocess");
     }
+    const reel_crop *crop = reel_buffer_get_meta(tensor, &reel_crop_meta);
+    if (crop)
+        return process_crop(e, tensor, crop);
+    int64_t now = g_get_monotonic_time();
+    if (s->pending->len == 0)
+        s->pending_since = now;
     g_ptr_array_add(s->pending, tensor);
-    return (int)s->pending->len >= s->batch ? run_batch(e) : 0;
+    bool waited = s->max_wait_ms > 0 && now - s->pending_since >= (int64_t)s->max_wait_ms * 1000;
+    return (int)s->pending->len >= s->batch || waited ? run_batch(e) : 0;
 }
 
 // End of stream: a last, partial batch.
@@ -283,6 +400,15 @@ static void stop(reel_element *e)
         }
         g_ptr_array_free(s->pending, TRUE);
         s->pending = NULL;
+    }
+    reel_buffer_unref(&s->crop_frame);
+    g_clear_pointer(&s->scratch, g_free);
+    s->scratch_size = 0;
+    if (s->crop_results) {
+        for (guint i = 0; i < s->crop_results->len; i++)
+            reel_inference_meta.free(s->crop_results->pdata[i]);
+        g_ptr_array_free(s->crop_results, TRUE);
+        s->crop_results = NULL;
     }
     reel_session_destroy(&s->session);
 }

@@ -2,6 +2,7 @@
 // (gpu/preprocess.h) on the element's device — reel_preprocess_rows() for
 // host frames, the "preprocess" kernel for frames in device memory. The
 // tensor carries the transform it applied and a reference to its frame.
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ typedef struct preprocess_priv {
 
     reel_preprocess_push push; // normalization and layout; geometry per frame size
     int roi_box[4];            // x, y, w, h; w = 0: the whole frame
+    bool roi_detections;       // one tensor per detection of the frame
     int geometry_w, geometry_h; // the frame size push and map were made for
     reel_affine map;
     bool on_device;
@@ -58,7 +60,8 @@ static const reel_prop props[] = {
       .help = "without mean/std: value 0..255 * scale + offset (default: 0..1)" },
     { "offset", REEL_PROP_DOUBLE, offsetof(preprocess_priv, offset), "0", .help = "added after scale" },
     { "roi", REEL_PROP_STRING, offsetof(preprocess_priv, roi), NULL,
-      .help = "frame region \"x,y,w,h\" in pixels; default: the whole frame" },
+      .help = "frame region \"x,y,w,h\" in pixels, or \"detections\": a tensor per detection (a detector's "
+              "boxes to a classifier); default: the whole frame" },
     { NULL },
 };
 
@@ -118,7 +121,8 @@ static int init_roi(reel_element *e)
 {
     preprocess_priv *s = reel_element_priv(e);
     memset(s->roi_box, 0, sizeof s->roi_box);
-    if (!s->roi)
+    s->roi_detections = s->roi && strcmp(s->roi, "detections") == 0;
+    if (!s->roi || s->roi_detections)
         return 0;
     double v[4];
     int n;
@@ -221,7 +225,7 @@ static void update_geometry(preprocess_priv *s, const reel_caps *f)
     s->geometry_h = f->height;
 }
 
-static reel_buffer *run_on_device(reel_element *e, reel_buffer *in, int *rc)
+static reel_buffer *run_on_device(reel_element *e, reel_buffer *in, const reel_preprocess_push *push, int *rc)
 {
     preprocess_priv *s = reel_element_priv(e);
     const reel_caps *f = reel_element_output_format(e, 0);
@@ -233,7 +237,9 @@ static reel_buffer *run_on_device(reel_element *e, reel_buffer *in, int *rc)
         g_error_free(err);
         return NULL;
     }
-    reel_preprocess_push p = s->push;
+    if (!push) // a placeholder: nothing will read it
+        return reel_buffer_new_device(f, mem);
+    reel_preprocess_push p = *push;
     for (int i = 0; i < 3; i++) {
         p.offset[i] = (uint32_t)in->offsets[i];
         p.stride[i] = (uint32_t)in->strides[i];
@@ -253,11 +259,81 @@ static reel_buffer *run_on_device(reel_element *e, reel_buffer *in, int *rc)
     return reel_buffer_new_device(f, mem);
 }
 
+// One tensor from frame `in` (push NULL: an unfilled placeholder) carrying
+// the transform it applied and a reference to the frame.
+static reel_buffer *make_tensor(reel_element *e, reel_buffer *in, const reel_preprocess_push *push,
+                                const reel_affine *map, int *rc)
+{
+    preprocess_priv *s = reel_element_priv(e);
+    const reel_caps *f = &in->format;
+    reel_buffer *out;
+    *rc = REEL_ENOMEM;
+    if (s->on_device) {
+        out = run_on_device(e, in, push, rc);
+    } else if ((out = reel_element_alloc(e, 0)) && push) {
+        reel_preprocess_rows(push, (const uint8_t *const *)in->planes, in->strides, (float *)out->data, 0,
+                             (int)push->dst_h);
+    }
+    if (!out)
+        return NULL;
+    out->pts = in->pts, out->dts = in->dts, out->duration = in->duration, out->time_base = in->time_base;
+    out->stream_id = in->stream_id, out->frame_number = in->frame_number, out->flags = in->flags;
+    reel_transform *t = g_new(reel_transform, 1);
+    *t = (reel_transform){ map->ax, map->bx, map->ay, map->by, f->width, f->height, (int)s->push.dst_w,
+                           (int)s->push.dst_h };
+    reel_buffer_add_meta(out, &reel_transform_meta, t);
+    reel_buffer_set_source_frame(out, in);
+    return out;
+}
+
+// The frame's fields in the push constants (its size may change mid-stream).
+static reel_preprocess_push frame_push(preprocess_priv *s, const reel_caps *f)
+{
+    reel_preprocess_push p = s->push;
+    p.src_w = (uint32_t)f->width;
+    p.src_h = (uint32_t)f->height;
+    p.src_fmt = (uint32_t)__builtin_ctzll(f->pixfmts);
+    return p;
+}
+
+// A tensor per detection of the frame (the box clamped to the frame), each
+// marked with its index; one empty placeholder when there are none.
+static int push_crops(reel_element *e, reel_buffer *in)
+{
+    preprocess_priv *s = reel_element_priv(e);
+    const reel_caps *f = &in->format;
+    const reel_detections *dets = reel_buffer_get_meta(in, &reel_detections_meta);
+    int n = dets ? dets->n : 0, rc = 0;
+    for (int i = 0; i < MAX(n, 1) && rc == 0; i++) {
+        reel_preprocess_push p = frame_push(s, f);
+        reel_affine map = { 1, 0, 1, 0 };
+        if (n) {
+            const reel_detection *d = &dets->items[i];
+            int x0 = CLAMP((int)floorf(d->x0), 0, f->width - 1), y0 = CLAMP((int)floorf(d->y0), 0, f->height - 1);
+            int x1 = CLAMP((int)ceilf(d->x1), x0 + 1, f->width), y1 = CLAMP((int)ceilf(d->y1), y0 + 1, f->height);
+            int roi[4] = { x0, y0, x1 - x0, y1 - y0 };
+            reel_preprocess_geometry(f->width, f->height, roi, (int)p.dst_w, (int)p.dst_h, (reel_fit)s->fit, &p,
+                                     &map);
+        }
+        reel_buffer *out = make_tensor(e, in, n ? &p : NULL, &map, &rc);
+        if (!out)
+            break;
+        reel_crop *c = g_new(reel_crop, 1);
+        *c = (reel_crop){ n ? i : 0, n };
+        reel_buffer_add_meta(out, &reel_crop_meta, c);
+        rc = reel_element_push(e, 0, out);
+    }
+    reel_buffer_unref(&in);
+    return rc;
+}
+
 static int process(reel_element *e, int pad, reel_buffer *in)
 {
     (void)pad;
     preprocess_priv *s = reel_element_priv(e);
     const reel_caps *f = &in->format;
+    if (s->roi_detections)
+        return push_crops(e, in);
     if (s->roi_box[2] && (s->roi_box[0] + s->roi_box[2] > f->width || s->roi_box[1] + s->roi_box[3] > f->height)) {
         int rc = reel_element_error(e, REEL_EINVAL, "roi=\"%s\" reaches outside the %dx%d frame", s->roi, f->width,
                                     f->height);
@@ -265,29 +341,11 @@ static int process(reel_element *e, int pad, reel_buffer *in)
         return rc;
     }
     update_geometry(s, f);
-    s->push.src_w = (uint32_t)f->width;
-    s->push.src_h = (uint32_t)f->height;
-    s->push.src_fmt = (uint32_t)__builtin_ctzll(f->pixfmts);
-    int rc = REEL_ENOMEM;
-    reel_buffer *out;
-    if (s->on_device) {
-        out = run_on_device(e, in, &rc);
-    } else if ((out = reel_element_alloc(e, 0))) {
-        reel_preprocess_rows(&s->push, (const uint8_t *const *)in->planes, in->strides, (float *)out->data, 0,
-                             (int)s->push.dst_h);
-    }
-    if (!out) {
-        reel_buffer_unref(&in);
-        return rc;
-    }
-    reel_buffer_copy_props(out, in);
-    reel_transform *t = g_new(reel_transform, 1);
-    *t = (reel_transform){ s->map.ax, s->map.bx, s->map.ay, s->map.by, f->width, f->height,
-                           (int)s->push.dst_w, (int)s->push.dst_h };
-    reel_buffer_add_meta(out, &reel_transform_meta, t);
-    reel_buffer_set_source_frame(out, in);
+    reel_preprocess_push p = frame_push(s, f);
+    int rc;
+    reel_buffer *out = make_tensor(e, in, &p, &s->map, &rc);
     reel_buffer_unref(&in);
-    return reel_element_push(e, 0, out);
+    return out ? reel_element_push(e, 0, out) : rc;
 }
 
 static void stop(reel_element *e)

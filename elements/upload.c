@@ -27,44 +27,20 @@ static int configure(reel_element *e, int pad, reel_caps *out)
     return 0;
 }
 
-// The frame's bytes with rows packed: the buffer's own storage when its rows
-// have no padding, else a copy.
-static const uint8_t *packed_bytes(upload_priv *s, const reel_buffer *b, size_t size)
-{
-    const reel_caps *f = &b->format;
-    if (f->media == REEL_MEDIA_TENSOR)
-        return b->data;
-    if (size > s->packed_size) {
-        g_free(s->packed);
-        s->packed = g_malloc(size);
-        s->packed_size = size;
-    }
-    reel_buffer_pack(b, s->packed);
-    return s->packed;
-}
-
 static int process(reel_element *e, int pad, reel_buffer *in)
 {
     (void)pad;
     upload_priv *s = reel_element_priv(e);
-    reel_caps f = in->format;
-    f.memory = REEL_MEMORY_DEVICE;
-    size_t size = reel_buffer_packed_size(&in->format);
     GError *err = NULL;
-    reel_mem *mem = reel_mem_new(reel_element_device(e), reel_mem_params(.size = size, .domain = REEL_MEM_DEVICE), &err);
-    int rc = 0;
-    if (!mem) {
-        rc = reel_element_error(e, err->code, "%s", err->message);
-        g_error_free(err);
-    } else if ((rc = reel_mem_upload(mem, 0, packed_bytes(s, in, size), size, reel_element_xfer(e))) < 0) {
-        reel_element_error(e, rc, "upload of %zu bytes failed: %s", size, reel_strerror(rc));
-        reel_mem_unref(&mem);
-    }
-    reel_buffer *out = mem ? reel_buffer_new_device(&f, mem) : NULL;
-    if (out)
-        reel_buffer_copy_props(out, in);
+    reel_buffer *out = reel_buffer_to_device(in, reel_element_device(e), &s->packed, &s->packed_size,
+                                             reel_element_xfer(e), &err);
     reel_buffer_unref(&in);
-    return out ? reel_element_push(e, 0, out) : (rc < 0 ? rc : REEL_ENOMEM);
+    if (!out) {
+        int rc = reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return rc;
+    }
+    return reel_element_push(e, 0, out);
 }
 
 static void stop(reel_element *e)

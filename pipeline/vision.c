@@ -90,6 +90,7 @@ static void *inference_copy(const void *data)
     inf->manifest = g_strdup(src->manifest);
     inf->transform = src->transform;
     inf->has_transform = src->has_transform;
+    inf->detection = src->detection;
     for (int i = 0; i < src->n; i++) {
         inf->names[i] = g_strdup(src->names[i]);
         inf->outputs[i] = src->outputs[i] ? reel_buffer_ref(src->outputs[i]) : NULL;
@@ -103,6 +104,7 @@ reel_inference *reel_inference_new(int n)
 {
     reel_inference *inf = g_new0(reel_inference, 1);
     inf->n = n;
+    inf->detection = -1;
     inf->names = g_new0(char *, n + 1);
     inf->outputs = g_new0(reel_buffer *, n + 1);
     return inf;
@@ -149,3 +151,10 @@ reel_classifications *reel_classifications_new(int n)
         c->items[i].detection = -1;
     return c;
 }
+
+static void *crop_copy(const void *data)
+{
+    return g_memdup2(data, sizeof(reel_crop));
+}
+
+const reel_meta_type reel_crop_meta = { "crop", g_free, crop_copy };

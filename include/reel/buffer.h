@@ -103,6 +103,17 @@ void reel_buffer_unpack(reel_buffer *b, const uint8_t *src);
 // offsets and strides: a device frame's, read back whole) into host frame b.
 void reel_buffer_unpack_layout(reel_buffer *b, const uint8_t *src, const reel_buffer *layout);
 
+// Copies of a frame or tensor in the other memory, with its fields and
+// metadata: for elements that move data themselves (upload, download, an
+// infer handing back frames it was given on the device). *scratch (of
+// *scratch_size bytes; the caller g_free()s it) is a host buffer reused from
+// call to call. Bytes moved are added to acc (may be NULL). NULL with *error
+// set on failure.
+reel_buffer *reel_buffer_to_host(const reel_buffer *b, uint8_t **scratch, size_t *scratch_size, reel_xfer *acc,
+                                 GError **error);
+reel_buffer *reel_buffer_to_device(const reel_buffer *b, reel_device *dev, uint8_t **scratch, size_t *scratch_size,
+                                   reel_xfer *acc, GError **error);
+
 // Thread-safety: ref and unref may be called from any thread.
 reel_buffer *reel_buffer_ref(reel_buffer *b);
 // Drops one reference and sets *b to NULL; the last one returns the buffer to

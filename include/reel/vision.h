@@ -62,11 +62,21 @@ typedef struct reel_inference {
     char *manifest;            // path of its manifest (g_free'd), NULL when none
     reel_transform transform;  // frame -> model input
     bool has_transform;        // false when the tensor came without one
+    int detection;             // the detection whose crop was the input; -1: the frame
     int n;
     char **names;              // output names, n of them
     reel_buffer **outputs;     // n tensors (one reference each)
 } reel_inference;
 extern const reel_meta_type reel_inference_meta;
+
+// A tensor cropped from one of its frame's detections (preprocess
+// roi=detections): detection `index` of `count`. A frame without detections
+// still sends one tensor, with count 0 and nothing in it, so that it travels
+// on; infer collects a frame's crops and passes the frame on once.
+typedef struct reel_crop {
+    int index, count;
+} reel_crop;
+extern const reel_meta_type reel_crop_meta;
 
 // A zeroed inference with n outputs, freed by the buffer it is attached to.
 reel_inference *reel_inference_new(int n);

@@ -48,6 +48,16 @@ def conv_weights():
 def main(out):
     os.makedirs(out, exist_ok=True)
 
+    # A "colour classifier": the mean of each channel, scaled; the largest
+    # is the dominant colour (classes red, green, blue).
+    ten = numpy_helper.from_array(np.array(10, np.float32), "ten")
+    nodes = [
+        helper.make_node("GlobalAveragePool", ["X"], ["g"], name="pool"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+        helper.make_node("Mul", ["f", "ten"], ["Y"], name="scale"),
+    ]
+    save(model(nodes, [f32("X", [1, 3, 16, 16])], [f32("Y", [1, 3])], [ten]), out, "colour.onnx")
+
     # Conv + BatchNormalization + Relu -> one Conv with fused Relu.
     w, b = conv_weights()
     scale = rng.uniform(0.5, 1.5, 4).astype(np.float32)

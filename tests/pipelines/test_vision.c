@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <glib/gstdio.h>
 
 #include "reel/reel.h"
 
@@ -78,6 +79,40 @@ static const reel_element_class detector_class = {
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_caps = "video/raw,memory=host", .output_caps = "video/raw,memory=host",
     .process = detector_process,
+};
+
+// Paints a red and a blue square into rgb24 frames and attaches a detection
+// on each; every third frame has no detections.
+static int painter_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    if (reel_buffer_make_writable(&buf) < 0)
+        return REEL_ENOMEM;
+    static const uint8_t colours[2][3] = { { 230, 20, 20 }, { 20, 20, 230 } };
+    static const int boxes[2][4] = { { 10, 10, 50, 50 }, { 90, 40, 140, 100 } };
+    for (int k = 0; k < 2; k++)
+        for (int y = boxes[k][1]; y < boxes[k][3]; y++)
+            for (int x = boxes[k][0]; x < boxes[k][2]; x++)
+                memcpy(buf->planes[0] + (size_t)y * buf->strides[0] + 3 * x, colours[k], 3);
+    reel_detections *d = reel_detections_new(buf->frame_number % 3 == 2 ? 0 : 2);
+    for (int k = 0; k < d->n; k++)
+        d->items[k] = (reel_detection){ .x0 = (float)boxes[k][0], .y0 = (float)boxes[k][1], .x1 = (float)boxes[k][2],
+                                        .y1 = (float)boxes[k][3], .score = 1, .class_id = -1, .track_id = -1 };
+    reel_buffer_add_meta(buf, &reel_detections_meta, d);
+    return reel_element_push(e, 0, buf);
+}
+
+static const reel_element_class painter_class = {
+    .name = "painter", .description = "paints two squares and detects them", .flags = REEL_CLASS_PASSTHROUGH,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "video/raw,format=rgb24,memory=host", .output_caps = "video/raw,format=rgb24,memory=host",
+    .process = painter_process,
+};
+
+static const reel_element_class collect_frames_class = {
+    .name = "collect_frames", .description = "keeps frames for the test",
+    .min_inputs = 1, .max_inputs = 1, .input_caps = "video/raw",
+    .process = collect_process,
 };
 
 // ---- Helpers
@@ -311,6 +346,81 @@ static void test_overlay_is_the_same_on_both_devices(void **state)
     }
 }
 
+// A detector's boxes to a classifier: one crop per detection, each
+// classified, the frame passed on once with a class per detection; frames
+// without detections pass too. On the cpu and with crops made on vulkan:0.
+static void test_classify_crops_of_detections(void **state)
+{
+    (void)state;
+    const char *models = getenv("REEL_TEST_MODELS");
+    char *labels = g_build_filename(g_get_tmp_dir(), "reel-colours.txt", NULL);
+    g_file_set_contents(labels, "red\ngreen\nblue\n", -1, NULL);
+    for (int device = 0; device < 2; device++) {
+        char *text = g_strdup_printf(
+            "testsrc num-buffers=6 pattern=solid color=0x404040 ! video/raw,format=rgb24,width=160,height=120 ! painter "
+            "! preprocess roi=detections size=16x16 %s ! infer model=%s/colour.onnx ! classify labels=%s "
+            "! collect_frames",
+            device ? "device=vulkan:0" : "", models ? models : "models", labels);
+        reel_pipeline *p = run_ok(text);
+        reel_pipeline_destroy(&p);
+        assert_int_equal(collected->len, 6);
+        for (guint i = 0; i < collected->len; i++) {
+            const reel_buffer *f = collected->pdata[i];
+            const reel_classifications *c = reel_buffer_get_meta(f, &reel_classifications_meta);
+            assert_non_null(c);
+            assert_int_equal(f->frame_number, i);
+            if (i % 3 == 2) {
+                assert_int_equal(c->n, 0);
+                continue;
+            }
+            assert_int_equal(c->n, 2);
+            assert_int_equal(c->items[0].detection, 0);
+            assert_string_equal(c->items[0].label, "red");
+            assert_int_equal(c->items[1].detection, 1);
+            assert_string_equal(c->items[1].label, "blue");
+        }
+        clear_collected();
+        g_free(text);
+    }
+    g_unlink(labels);
+    g_free(labels);
+}
+
+// Frames batched four at a time (the last batch partial, at end of stream)
+// get the same results as one at a time, each on its own frame.
+static void test_batches_give_the_same_results(void **state)
+{
+    (void)state;
+    const char *models = getenv("REEL_TEST_MODELS");
+    GPtrArray *runs[2];
+    for (int batch = 1, r = 0; r < 2; batch = 4, r++) {
+        char *text = g_strdup_printf("testsrc num-buffers=10 pattern=noise ! video/raw,width=40,height=30 "
+                                     "! preprocess size=8x8 ! infer model=%s/conv_bn_relu.onnx batch=%d "
+                                     "! collect_frames",
+                                     models ? models : "models", batch);
+        reel_pipeline *p = run_ok(text);
+        reel_pipeline_destroy(&p);
+        g_free(text);
+        runs[r] = collected;
+        collected = g_ptr_array_new_with_free_func(unref_buffer);
+    }
+    assert_int_equal(runs[0]->len, 10);
+    assert_int_equal(runs[1]->len, 10);
+    for (guint i = 0; i < 10; i++) {
+        const reel_inference *a = reel_buffer_last_inference(runs[0]->pdata[i]);
+        const reel_inference *b = reel_buffer_last_inference(runs[1]->pdata[i]);
+        assert_int_equal(((reel_buffer *)runs[1]->pdata[i])->frame_number, i);
+        const reel_buffer *x = reel_inference_output(a, NULL, 0), *y = reel_inference_output(b, NULL, 0);
+        assert_int_equal(y->format.shape[0], 1);
+        assert_int_equal(x->size, y->size);
+        const float *u = (const float *)x->data, *v = (const float *)y->data;
+        for (size_t k = 0; k < x->size / 4; k++)
+            assert_float_equal(u[k], v[k], 1e-5);
+    }
+    g_ptr_array_free(runs[0], TRUE);
+    g_ptr_array_free(runs[1], TRUE);
+}
+
 static void test_clear_errors(void **state)
 {
     (void)state;
@@ -337,6 +447,8 @@ int main(void)
     reel_element_class_register(&collect_class);
     reel_element_class_register(&collect_nhwc_class);
     reel_element_class_register(&detector_class);
+    reel_element_class_register(&painter_class);
+    reel_element_class_register(&collect_frames_class);
     collected = g_ptr_array_new_with_free_func(unref_buffer);
     messages = g_string_new(NULL);
     const struct CMUnitTest tests[] = {
@@ -346,6 +458,8 @@ int main(void)
         cmocka_unit_test(test_preprocess_cpu_and_vulkan_agree),
         cmocka_unit_test(test_preprocess_takes_its_shape_from_downstream),
         cmocka_unit_test(test_overlay_is_the_same_on_both_devices),
+        cmocka_unit_test(test_classify_crops_of_detections),
+        cmocka_unit_test(test_batches_give_the_same_results),
         cmocka_unit_test(test_clear_errors),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
