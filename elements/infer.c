@@ -287,6 +287,14 @@ static int run_batch(reel_element *e)
         rc = reel_element_error(e, rc, "%s", err->message);
         g_error_free(err);
     }
+    // The host copies hold the tensors, which hold their frames: let go of
+    // them first, so that each frame is ours alone (no copy) when it goes on.
+    for (guint i = 0; i < host->len; i++) {
+        reel_buffer *h = host->pdata[i];
+        reel_buffer_unref(&h);
+    }
+    g_ptr_array_free(host, TRUE);
+    reel_buffer_unref(&input);
     for (int k = 0; k < n; k++) {
         reel_buffer *t = s->pending->pdata[k];
         if (rc == 0)
@@ -298,12 +306,6 @@ static int run_batch(reel_element *e)
     for (int i = 0; i < n_out; i++)
         reel_buffer_unref(&outputs[i]);
     g_free(outputs);
-    for (guint i = 0; i < host->len; i++) {
-        reel_buffer *h = host->pdata[i];
-        reel_buffer_unref(&h);
-    }
-    g_ptr_array_free(host, TRUE);
-    reel_buffer_unref(&input);
     return rc;
 }
 
