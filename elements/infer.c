@@ -147,9 +147,14 @@ static int start(reel_element *e)
     s->pending = g_ptr_array_new();
     s->crop_results = g_ptr_array_new();
     reel_device *dev = reel_element_device(e);
-    if (dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU)
+    if (dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU) {
+        if (reel_element_placement_strict(e))
+            return reel_element_error(e, REEL_EUNSUPPORTED, "placement=strict: model %s would run on the cpu, "
+                                      "not on %s: reel has no Vulkan kernels yet", s->ref.name,
+                                      reel_device_info_of(dev)->spec);
         reel_element_note_placement(e, "its model %s runs on the cpu: reel has no Vulkan kernels yet; the input "
                                        "tensor is read back", s->ref.name);
+    }
     return 0;
 }
 

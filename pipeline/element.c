@@ -114,6 +114,11 @@ const reel_caps *reel_element_output_format(const reel_element *e, int pad)
     return e->out_format ? &e->out_format[pad] : NULL;
 }
 
+bool reel_element_placement_strict(const reel_element *e)
+{
+    return e->pipeline && e->pipeline->strict_placement;
+}
+
 void reel_element_note_placement(reel_element *e, const char *fmt, ...)
 {
     va_list ap;

@@ -189,6 +189,10 @@ int reel_element_n_outputs(const reel_element *e);
 reel_element *reel_element_upstream(const reel_element *e, int pad);
 reel_element *reel_element_downstream(const reel_element *e, int pad);
 
+// Whether the pipeline runs with placement=strict: work an element cannot
+// do on its device is then an error, not a fallback.
+bool reel_element_placement_strict(const reel_element *e);
+
 // Adds to what the report says about where the element ran: for work it
 // could not do on its device (a model that ran on the cpu). Call from start.
 void reel_element_note_placement(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

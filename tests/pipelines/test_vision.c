@@ -357,7 +357,8 @@ static void test_classify_crops_of_detections(void **state)
     g_file_set_contents(labels, "red\ngreen\nblue\n", -1, NULL);
     for (int device = 0; device < 2; device++) {
         char *text = g_strdup_printf(
-            "testsrc num-buffers=6 pattern=solid color=0x404040 ! video/raw,format=rgb24,width=160,height=120 ! painter "
+            "testsrc num-buffers=6 pattern=solid color=0x404040 ! video/raw,format=rgb24,width=160,height=120 "
+            "! painter "
             "! preprocess roi=detections size=16x16 %s ! infer model=%s/colour.onnx ! classify labels=%s "
             "! collect_frames",
             device ? "device=vulkan:0" : "", models ? models : "models", labels);
@@ -430,6 +431,15 @@ static void test_clear_errors(void **state)
     g_free(m);
     m = run_fails("testsrc num-buffers=1 ! preprocess size=8x8 mean=0.5,x ! fakesink");
     assert_non_null(strstr(m, "mean=\"0.5,x\": give one number or three"));
+    g_free(m);
+    // A model that would fall back to the cpu breaks a strict placement.
+    char *text = g_strdup_printf("placement=strict device=vulkan:0 testsrc device=cpu num-buffers=1 ! upload "
+                                 "! preprocess size=8x8 ! infer model=%s/conv_bn_relu.onnx ! download "
+                                 "! fakesink device=cpu",
+                                 getenv("REEL_TEST_MODELS") ? getenv("REEL_TEST_MODELS") : "models");
+    m = run_fails(text);
+    g_free(text);
+    assert_non_null(strstr(m, "placement=strict: model conv_bn_relu would run on the cpu, not on vulkan:0"));
     g_free(m);
     m = run_fails("testsrc num-buffers=1 ! video/raw,width=64,height=48 ! preprocess size=8x8 roi=0,0,100,10 ! "
                   "fakesink");
