@@ -4,10 +4,9 @@
 // follows works at full resolution. Several infers chain: each adds its own
 // inference meta.
 //
-// The model runs on reel's CPU runtime. Placed on a GPU, infer still takes
-// and passes on that device's buffers (a tensor in device memory is read
-// back, counted in the report) and says once that the model ran on the cpu:
-// the Vulkan kernels are not there yet.
+// Placed on a GPU, the model's nodes run there where reel has a Vulkan
+// kernel for them, the rest on the cpu (the report says which, and the bytes
+// that crossed); the frames stay in that device's memory.
 #include <string.h>
 
 #include "elements/manifest.h"
@@ -31,6 +30,7 @@ typedef struct infer_priv {
     GPtrArray *crop_results;  // reel_inference *, one per crop so far
     uint8_t *scratch;         // for frames moved to this element's memory
     size_t scratch_size;
+    bool noted;               // where the model ran is in the report
 } infer_priv;
 
 static const reel_enum_value precisions[] = {
@@ -138,24 +138,46 @@ static int start(reel_element *e)
     int rc = load(e);
     if (rc < 0)
         return rc;
+    // On a GPU the model's nodes go there (those without a kernel run on
+    // the cpu); placement=strict makes any such node an error.
+    reel_device *dev = reel_element_device(e);
+    bool gpu = dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU;
     GError *err = NULL;
-    if (!(s->session = reel_session_new(s->model, reel_session_params(.threads = s->threads), &err))) {
+    s->session = reel_session_new(s->model,
+                                  reel_session_params(.threads = s->threads, .device = gpu ? dev : NULL,
+                                                      .strict = gpu && reel_element_placement_strict(e)),
+                                  &err);
+    if (!s->session) {
         rc = reel_element_error(e, err->code, "%s", err->message);
         g_error_free(err);
         return rc;
     }
     s->pending = g_ptr_array_new();
     s->crop_results = g_ptr_array_new();
-    reel_device *dev = reel_element_device(e);
-    if (dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU) {
-        if (reel_element_placement_strict(e))
-            return reel_element_error(e, REEL_EUNSUPPORTED, "placement=strict: model %s would run on the cpu, "
-                                      "not on %s: reel has no Vulkan kernels yet", s->ref.name,
-                                      reel_device_info_of(dev)->spec);
-        reel_element_note_placement(e, "its model %s runs on the cpu: reel has no Vulkan kernels yet; the input "
-                                       "tensor is read back", s->ref.name);
-    }
+    s->noted = !gpu;
     return 0;
+}
+
+// After the first inference on a GPU: where the model's nodes ran and what
+// crossed, for the report.
+static void note_placement(reel_element *e)
+{
+    infer_priv *s = reel_element_priv(e);
+    if (s->noted)
+        return;
+    s->noted = true;
+    reel_session_placement p;
+    reel_session_placement_of(s->session, &p);
+    if (p.cpu_nodes == 0)
+        reel_element_note_placement(e, "model %s: all %d nodes on the device; the input tensor is read back and "
+                                       "sent again (%" G_GINT64_FORMAT " bytes each way per inference)",
+                                    s->ref.name, p.device_nodes, p.bytes_to_device);
+    else
+        reel_element_note_placement(e, "model %s: %d nodes on the device, %d on the cpu in %d partitions (%s); "
+                                       "%" G_GINT64_FORMAT " bytes to the device, %" G_GINT64_FORMAT
+                                       " back per inference",
+                                    s->ref.name, p.device_nodes, p.cpu_nodes, p.partitions, p.cpu_reasons,
+                                    p.bytes_to_device, p.bytes_to_host);
 }
 
 // The tensor in host memory: itself, or read back from the device.
@@ -291,6 +313,8 @@ static int run_batch(reel_element *e)
     else if (rc == 0 && (rc = reel_session_run(s->session, &input, outputs, &err)) < 0) {
         rc = reel_element_error(e, rc, "%s", err->message);
         g_error_free(err);
+    } else if (rc == 0) {
+        note_placement(e);
     }
     // The host copies hold the tensors, which hold their frames: let go of
     // them first, so that each frame is ours alone (no copy) when it goes on.
@@ -326,6 +350,8 @@ static int run_one(reel_element *e, reel_buffer *tensor, reel_buffer **outputs)
     if (rc < 0) {
         rc = reel_element_error(e, rc, "%s", err->message);
         g_error_free(err);
+    } else {
+        note_placement(e);
     }
     reel_buffer_unref(&host);
     return rc;

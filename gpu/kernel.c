@@ -17,10 +17,26 @@ SHADER(fill)
 SHADER(preprocess)
 SHADER(overlay)
 #undef SHADER
+// Model kernels (gpu/shaders/nn_*.comp): Vulkan only; the cpu runs models
+// with models/cpu/ instead.
+#define NN_SHADER(name)                                                                            \
+    extern const uint32_t reel_spv_##name[];                                                       \
+    extern const size_t reel_spv_##name##_size;
+NN_SHADER(nn_conv2d)
+NN_SHADER(nn_gemm)
+NN_SHADER(nn_pool2d)
+NN_SHADER(nn_copy)
+NN_SHADER(nn_binary)
+NN_SHADER(nn_unary)
+NN_SHADER(nn_softmax)
+#undef NN_SHADER
 
 #define DESC(n, nbuf, w, push, local)                                                                 \
     { .name = #n, .n_buffers = nbuf, .writes = w, .push_size = push, .default_local_size = local,               \
       .spirv = reel_spv_##n, .spirv_size = &reel_spv_##n##_size, .cpu = cpu_kernel_##n }
+#define NN_DESC(n, nbuf, w, push, local)                                                              \
+    { .name = #n, .n_buffers = nbuf, .writes = w, .push_size = push, .default_local_size = local,               \
+      .spirv = reel_spv_##n, .spirv_size = &reel_spv_##n##_size, .cpu = NULL }
 
 const reel_kernel_desc reel_kernel_descs[] = {
     DESC(saxpy, 2, 1u << 1, 8, 64),
@@ -28,6 +44,15 @@ const reel_kernel_desc reel_kernel_descs[] = {
     DESC(fill, 1, 1u << 0, 8, 64),
     DESC(preprocess, 2, 1u << 1, sizeof(reel_preprocess_push), 64),
     DESC(overlay, 3, 1u << 0, 40, 64),
+    // Push sizes: models/vulkan/ops_nn.c's conv_push, gemm_push, pool_push.
+    NN_DESC(nn_conv2d, 5, 1u << 4, 84, 64),
+    NN_DESC(nn_gemm, 4, 1u << 3, 84, 64), // 64: its 8x8 tiles need it
+    NN_DESC(nn_pool2d, 2, 1u << 1, 64, 64),
+    // models/vulkan/ops_basic.c's copy_push, binary_push, unary_push, softmax_push.
+    NN_DESC(nn_copy, 2, 1u << 1, 88, 256),
+    NN_DESC(nn_binary, 3, 1u << 2, 88, 256),
+    NN_DESC(nn_unary, 2, 1u << 1, 16, 256),
+    NN_DESC(nn_softmax, 2, 1u << 1, 16, 64),
 };
 const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
 
@@ -49,6 +74,11 @@ reel_kernel *reel_kernel_create(reel_device *dev, const reel_kernel_params *para
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "no kernel '%s'; there are: %s",
                     params && params->name ? params->name : "(null)", s->str);
         g_string_free(s, TRUE);
+        return NULL;
+    }
+    if (dev->info.backend == REEL_BACKEND_CPU && !desc->cpu) {
+        // Model kernels: the cpu runs models with models/cpu/ instead.
+        g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "kernel %s has no cpu version", desc->name);
         return NULL;
     }
     uint32_t local = params->local_size ? params->local_size : desc->default_local_size;

@@ -14,6 +14,7 @@
 #include "models/model_internal.h"
 #include "models/op.h"
 #include "models/session.h"
+#include "models/vulkan/exec.h"
 #include "reel/error.h"
 
 #define ALIGN 64
@@ -31,11 +32,15 @@ typedef struct plan {
     bool *skip;               // per node: folded while planning
     GPtrArray *owned;         // reel_tensor * made while planning
     size_t arena_bytes, scratch_bytes;
+    vk_exec *vk;              // the nodes on a Vulkan device, or NULL
 } plan;
 
 struct reel_session {
     reel_model *m;
     int threads;
+    reel_device *device;      // Vulkan, or NULL: the cpu
+    bool strict;
+    uint64_t device_memory_limit;
     GHashTable *plans;        // key -> plan *
     plan *last;
     reel_workers *workers;       // NULL for one thread; made at the first run
@@ -67,6 +72,7 @@ static void plan_free(gpointer p)
     g_free(pl->offset);
     g_free(pl->t);
     g_free(pl->skip);
+    vk_exec_free(&pl->vk);
     g_free(pl);
 }
 
@@ -80,6 +86,10 @@ reel_session *reel_session_new(reel_model *m, const reel_session_params *params,
     reel_session *s = g_new0(reel_session, 1);
     s->m = reel_model_ref(m);
     s->threads = params && params->threads > 0 ? params->threads : (int)g_get_num_processors();
+    if (params && params->device && reel_device_info_of(params->device)->backend == REEL_BACKEND_VULKAN)
+        s->device = reel_device_ref(params->device);
+    s->strict = params && params->strict;
+    s->device_memory_limit = params ? params->device_memory_limit : 0;
     s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, plan_free);
     s->times = g_array_new(FALSE, FALSE, sizeof(reel_session_node_time));
     return s;
@@ -91,6 +101,7 @@ void reel_session_destroy(reel_session **ps)
     if (!s)
         return;
     g_hash_table_destroy(s->plans);
+    reel_device_unref(&s->device);
     reel_workers_destroy(&s->workers);
     free(s->arena);
     free(s->scratch);
@@ -378,6 +389,11 @@ static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **er
         g_free(in);
         g_free(out);
     }
+    if (s->device) {
+        vk_exec_params vp = { s->device, s->strict, s->device_memory_limit };
+        if (!(pl->vk = vk_exec_new(&vp, g, pl->t, pl->skip, error)))
+            goto fail;
+    }
     return pl;
 fail:
     plan_free(pl);
@@ -431,6 +447,30 @@ static int check_inputs(reel_session *s, reel_buffer *const *inputs, GError **er
         }
     }
     return 0;
+}
+
+// A cpu node's inputs made on the device come back first.
+static int cpu_inputs(plan *pl, const reel_ir_node *n, GError **error)
+{
+    for (int k = 0; pl->vk && k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        int rc = v >= 0 ? vk_exec_to_host(pl->vk, v, &pl->t[v], error) : 0;
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+void reel_session_placement_of(const reel_session *s, reel_session_placement *out)
+{
+    memset(out, 0, sizeof *out);
+    out->cpu_reasons = "";
+    if (!s->last || !s->last->vk)
+        return;
+    vk_exec_stats st;
+    vk_exec_get_stats(s->last->vk, &st);
+    *out = (reel_session_placement){ st.device_nodes, st.cpu_nodes, st.partitions, st.bytes_to_device,
+                                     st.bytes_to_host, st.cpu_reasons };
 }
 
 static char *plan_key(reel_session *s, reel_buffer *const *inputs)
@@ -493,6 +533,8 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
         .scratch_size = pl->scratch_bytes,
     };
     g_array_set_size(s->times, 0);
+    if (pl->vk)
+        vk_exec_begin(pl->vk);
     const reel_ir_graph *g = &pl->g;
     for (guint i = 0; i < g->nodes->len; i++) {
         if (pl->skip[i])
@@ -505,15 +547,27 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = n->outputs[k] >= 0 ? &pl->t[n->outputs[k]] : NULL;
         gint64 t0 = s->profile ? g_get_monotonic_time() : 0;
-        rc = op->run(n, in, out, &ctx);
+        if (pl->vk && vk_exec_on_device(pl->vk, (int)i))
+            rc = vk_exec_node(pl->vk, g, (int)i, pl->t, error);
+        else if (!(rc = cpu_inputs(pl, n, error)))
+            rc = op->run(n, in, out, &ctx);
+        if (!rc && pl->vk && !vk_exec_on_device(pl->vk, (int)i))
+            for (int k = 0; k < n->n_outputs; k++)
+                vk_exec_host_made(pl->vk, n->outputs[k]);
         if (s->profile) {
             reel_session_node_time nt = { n->name, n->op, (g_get_monotonic_time() - t0) * 1e-6 };
             g_array_append_val(s->times, nt);
         }
         if (rc) {
-            g_set_error(error, REEL_ERROR, rc, "node %s (%s) failed: %s", n->name, n->op, reel_strerror(rc));
+            if (error && !*error)
+                g_set_error(error, REEL_ERROR, rc, "node %s (%s) failed: %s", n->name, n->op, reel_strerror(rc));
             return rc;
         }
+    }
+    for (guint k = 0; pl->vk && k < g->outputs->len; k++) {
+        int v = g_array_index(g->outputs, int, k);
+        if ((rc = vk_exec_to_host(pl->vk, v, &pl->t[v], error)) < 0)
+            return rc;
     }
     for (guint k = 0; k < g->outputs->len; k++) {
         const reel_tensor *t = &pl->t[g_array_index(g->outputs, int, k)];

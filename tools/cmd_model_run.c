@@ -8,15 +8,16 @@
 
 #include "models/cpu/blas.h"
 #include "models/session.h"
+#include "reel/device.h"
 #include "reel/error.h"
 #include "reel/model.h"
 #include "tools/cli.h"
 
 static const char run_usage[] =
     "usage: reel model run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR\n"
-    "                      [--device cpu] [--threads N]\n";
+    "                      [--device SPEC] [--strict] [--device-memory-limit BYTES] [--threads N]\n";
 static const char bench_usage[] =
-    "usage: reel model bench MODEL.onnx [--threads N] [--runs N] [--profile] [--slowest N]\n"
+    "usage: reel model bench MODEL.onnx [--device SPEC] [--threads N] [--runs N] [--profile] [--slowest N]\n"
     "  --profile    time per op type\n"
     "  --slowest N  the N nodes that take longest, by name\n";
 
@@ -183,10 +184,27 @@ static void free_buffers(reel_buffer **b, int n)
     g_free(b);
 }
 
+// Where a session on a device ran the model, and what crossed per inference.
+static void print_placement(const reel_session *s, const reel_device *dev, FILE *f)
+{
+    if (!dev || reel_device_info_of(dev)->backend == REEL_BACKEND_CPU)
+        return;
+    reel_session_placement p;
+    reel_session_placement_of(s, &p);
+    fprintf(f, "  %s: %d nodes on the device, %d on the cpu, %d partition%s; per inference %" G_GINT64_FORMAT
+               " bytes to the device, %" G_GINT64_FORMAT " back\n",
+            reel_device_info_of(dev)->spec, p.device_nodes, p.cpu_nodes, p.partitions, p.partitions == 1 ? "" : "s",
+            p.bytes_to_device, p.bytes_to_host);
+    if (*p.cpu_reasons)
+        fprintf(f, "  on the cpu: %s\n", p.cpu_reasons);
+}
+
 int cmd_model_run(int argc, char **argv)
 {
-    const char *model_path = NULL, *out_dir = NULL;
+    const char *model_path = NULL, *out_dir = NULL, *device_spec = NULL;
     int threads = 0, rc = EXIT_RUNTIME;
+    bool strict = false;
+    uint64_t limit = 0;
     GPtrArray *specs = g_ptr_array_new();
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -201,12 +219,11 @@ int cmd_model_run(int argc, char **argv)
         } else if (strcmp(a, "--threads") == 0 && i + 1 < argc && parse_int(argv[i + 1], &threads)) {
             i++;
         } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
-            const char *d = argv[++i];
-            if (strcmp(d, "cpu") && strcmp(d, "auto")) {
-                fprintf(stderr, "reel: model run: device %s: only the CPU runs models so far\n", d);
-                g_ptr_array_free(specs, TRUE);
-                return EXIT_USAGE;
-            }
+            device_spec = argv[++i];
+        } else if (strcmp(a, "--strict") == 0) {
+            strict = true;
+        } else if (strcmp(a, "--device-memory-limit") == 0 && i + 1 < argc) {
+            limit = g_ascii_strtoull(argv[++i], NULL, 10);
         } else if (a[0] != '-' && !model_path) {
             model_path = a;
         } else {
@@ -223,6 +240,7 @@ int cmd_model_run(int argc, char **argv)
     GError *error = NULL;
     reel_model *m = reel_model_load(model_path, &error);
     reel_session *s = NULL;
+    reel_device *dev = NULL;
     int n_in = m ? reel_model_n_inputs(m) : 0, n_out = m ? reel_model_n_outputs(m) : 0;
     reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
     if (!m)
@@ -247,10 +265,16 @@ int cmd_model_run(int argc, char **argv)
             g_set_error(&error, REEL_ERROR, REEL_EINVAL, "no --input for model input %s", reel_model_input(m, i)->name);
             goto fail;
         }
-    if (!(s = reel_session_new(m, reel_session_params(.threads = threads), &error)))
+    if (device_spec && !(dev = reel_device_open(device_spec, &error)))
+        goto fail;
+    if (!(s = reel_session_new(m,
+                               reel_session_params(.threads = threads, .device = dev, .strict = strict,
+                                                   .device_memory_limit = limit),
+                               &error)))
         goto fail;
     if (reel_session_run(s, in, out, &error))
         goto fail;
+    print_placement(s, dev, stderr);
     if (g_mkdir_with_parents(out_dir, 0755)) {
         g_set_error(&error, REEL_ERROR, REEL_EIO, "%s: %s", out_dir, g_strerror(errno));
         goto fail;
@@ -277,6 +301,7 @@ fail:
     free_buffers(out, n_out);
     reel_session_destroy(&s);
     reel_model_unref(&m);
+    reel_device_unref(&dev);
     g_ptr_array_free(specs, TRUE);
     return rc;
 }
@@ -303,6 +328,7 @@ int cmd_model_bench(int argc, char **argv)
 {
     const char *model_path = NULL;
     int threads = 0, runs = 20, slowest = 0;
+    const char *device_spec = NULL;
     bool profile = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -313,6 +339,8 @@ int cmd_model_bench(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--runs") == 0 && i + 1 < argc && parse_int(argv[i + 1], &runs) && runs > 0) {
             i++;
+        } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
+            device_spec = argv[++i];
         } else if (strcmp(a, "--profile") == 0) {
             profile = true;
         } else if (strcmp(a, "--slowest") == 0 && i + 1 < argc && parse_int(argv[i + 1], &slowest) && slowest > 0) {
@@ -332,6 +360,7 @@ int cmd_model_bench(int argc, char **argv)
     int rc = EXIT_RUNTIME;
     reel_model *m = reel_model_load(model_path, &error);
     reel_session *s = NULL;
+    reel_device *dev = NULL;
     int n_in = m ? reel_model_n_inputs(m) : 0, n_out = m ? reel_model_n_outputs(m) : 0;
     reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
     double *lat = g_new0(double, runs);
@@ -360,7 +389,9 @@ int cmd_model_bench(int argc, char **argv)
                 in[i]->data[k] = (uint8_t)g_rand_int_range(rand, 0, 256);
     }
     g_rand_free(rand);
-    if (!(s = reel_session_new(m, reel_session_params(.threads = threads), &error)))
+    if (device_spec && !(dev = reel_device_open(device_spec, &error)))
+        goto fail;
+    if (!(s = reel_session_new(m, reel_session_params(.threads = threads, .device = dev), &error)))
         goto fail;
     reel_session_set_profile(s, profile || slowest);
     for (int r = -1; r < runs; r++) { // run -1 plans and warms up
@@ -400,6 +431,7 @@ int cmd_model_bench(int argc, char **argv)
         printf("  (%s)\n", reel_blas_setup_note());
     printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, arena %.1f MiB\n", lat[runs / 2],
            lat[(int)(0.9 * (runs - 1) + 0.5)], lat[0], reel_session_arena_bytes(s) / 1048576.0);
+    print_placement(s, dev, stdout);
     if (profile) {
         guint n = 0;
         GList *vals = g_hash_table_get_values(ops);
@@ -438,5 +470,6 @@ fail:
     g_array_free(nodes, TRUE);
     reel_session_destroy(&s);
     reel_model_unref(&m);
+    reel_device_unref(&dev);
     return rc;
 }

@@ -194,7 +194,8 @@ reel_element *reel_element_downstream(const reel_element *e, int pad);
 bool reel_element_placement_strict(const reel_element *e);
 
 // Adds to what the report says about where the element ran: for work it
-// could not do on its device (a model that ran on the cpu). Call from start.
+// could not do on its device (a model that ran on the cpu). Call from the
+// element's own callbacks.
 void reel_element_note_placement(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 // Whether property `name` was set (by text, a file or the API) rather than

@@ -6,6 +6,7 @@
 #ifndef REEL_MODEL_H
 #define REEL_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <glib.h>
 
@@ -54,6 +55,12 @@ void reel_model_summarize(const reel_model *m, reel_model_summary *out);
 
 typedef struct reel_session_params {
     int threads;                  // 0: one per core
+    // Where the model runs: NULL or the cpu device, all on the cpu; a Vulkan
+    // device, every node with a kernel there (the rest on the cpu, data
+    // crossing only where the two meet; reel_session_placement says which).
+    struct reel_device *device;
+    bool strict;                  // a node that would fall back to the cpu is an error
+    uint64_t device_memory_limit; // bytes of the model's tensors on the device; 0: none (the rest runs on the cpu)
 } reel_session_params;
 #define reel_session_params(...) (&(reel_session_params){ __VA_ARGS__ })
 
@@ -69,5 +76,14 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
 
 // Bytes of the activation arena of the last plan (the peak memory use).
 int64_t reel_session_arena_bytes(const reel_session *s);
+
+// Where the last run's plan put the nodes and what crossed between host and
+// device in that run (all zero for a cpu session).
+typedef struct reel_session_placement {
+    int device_nodes, cpu_nodes, partitions;
+    int64_t bytes_to_device, bytes_to_host;
+    const char *cpu_reasons; // "Concat x11 (why), ..." ("" when none), valid until the next run
+} reel_session_placement;
+void reel_session_placement_of(const reel_session *s, reel_session_placement *out);
 
 #endif

@@ -58,6 +58,15 @@ def main(out):
     ]
     save(model(nodes, [f32("X", [1, 3, 16, 16])], [f32("Y", [1, 3])], [ten]), out, "colour.onnx")
 
+    # Relu -> Sigmoid -> Relu on [1, 4, 8, 8]: with Sigmoid kept on the cpu,
+    # three partitions and four crossings of 1 KiB each.
+    nodes = [
+        helper.make_node("Relu", ["X"], ["a"], name="first"),
+        helper.make_node("Sigmoid", ["a"], ["b"], name="middle"),
+        helper.make_node("Relu", ["b"], ["Y"], name="last"),
+    ]
+    save(model(nodes, [f32("X", [1, 4, 8, 8])], [f32("Y", [1, 4, 8, 8])]), out, "chain.onnx")
+
     # Conv + BatchNormalization + Relu -> one Conv with fused Relu.
     w, b = conv_weights()
     scale = rng.uniform(0.5, 1.5, 4).astype(np.float32)

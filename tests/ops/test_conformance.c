@@ -113,6 +113,11 @@ static const char *compare(const reel_buffer *got, const reel_tensor *want, doub
 
 typedef enum { R_PASS, R_FAIL, R_SKIP } result;
 
+// $REEL_CONFORMANCE_DEVICE (e.g. vulkan:0): the cases run there, each node
+// with a kernel on the device, the rest on the cpu.
+static reel_device *device;
+static int on_device; // cases with at least one node on the device
+
 static result run_case(const char *name, char *why, size_t len)
 {
     g_autofree char *dir = g_build_filename(DATA_DIR, name, NULL);
@@ -126,7 +131,7 @@ static result run_case(const char *name, char *why, size_t len)
         return r;
     }
     result r = R_PASS;
-    reel_session *s = reel_session_new(m, reel_session_params(.threads = 1), &error);
+    reel_session *s = reel_session_new(m, reel_session_params(.threads = 1, .device = device), &error);
     int n_in = reel_model_n_inputs(m), n_out = reel_model_n_outputs(m);
     reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
     double rtol, atol;
@@ -184,6 +189,11 @@ static result run_case(const char *name, char *why, size_t len)
         g_clear_error(&error);
         r = R_FAIL;
     }
+    reel_session_placement p;
+    if (s && r == R_PASS) {
+        reel_session_placement_of(s, &p);
+        on_device += p.device_nodes > 0;
+    }
     g_free(in);
     g_free(out);
     reel_session_destroy(&s);
@@ -198,6 +208,13 @@ static gint by_name(gconstpointer a, gconstpointer b)
 
 int main(int argc, char **argv)
 {
+    const char *spec = g_getenv("REEL_CONFORMANCE_DEVICE");
+    GError *error = NULL;
+    if (spec && !(device = reel_device_open(spec, &error))) {
+        printf("SKIP: %s\n", error->message);
+        g_error_free(error);
+        return 77;
+    }
     GDir *d = g_dir_open(DATA_DIR, 0, NULL);
     if (!d) {
         printf("SKIP: %s is missing (install libonnx-testdata)\n", DATA_DIR);
@@ -230,6 +247,13 @@ int main(int argc, char **argv)
         }
     }
     printf("%d passed, %d failed, %d skipped (%d known exclusions)\n", pass, fail, skip + excl, excl);
+    if (device)
+        printf("%s: %d of the passing cases ran nodes on it\n", spec, on_device);
+    if (device && reel_device_validation_messages()) {
+        printf("validation layer messages: %" G_GINT64_FORMAT "\n", reel_device_validation_messages());
+        fail++;
+    }
+    reel_device_unref(&device);
     g_ptr_array_free(names, TRUE);
     return fail ? 1 : 0;
 }

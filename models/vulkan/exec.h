@@ -1,0 +1,47 @@
+// Running a plan's nodes on a Vulkan device: which nodes go there (the
+// partition), the device memory of the values they touch, and the copies at
+// the partition's edges. The session (models/session.c) walks the nodes and
+// asks, per node, to run it here or to have its inputs on the host.
+// Only models/ includes this.
+#ifndef REEL_MODELS_VULKAN_EXEC_H
+#define REEL_MODELS_VULKAN_EXEC_H
+
+#include "models/ir.h"
+#include "reel/device.h"
+
+typedef struct vk_exec vk_exec;
+
+typedef struct vk_exec_params {
+    reel_device *dev;
+    bool strict;            // a node that cannot run on dev is an error, naming every such node
+    uint64_t memory_limit;  // device bytes for this plan's tensors; 0: no limit. Nodes past it run on the cpu
+} vk_exec_params;
+
+// Places the nodes of graph g (skip[i]: folded, not run) whose values have
+// the concrete shapes in views[] (constants with their data). NULL with
+// *error set on failure (strict placement, device errors).
+vk_exec *vk_exec_new(const vk_exec_params *params, const reel_ir_graph *g, const reel_tensor *views,
+                     const bool *skip, GError **error);
+void vk_exec_free(vk_exec **x);
+
+bool vk_exec_on_device(const vk_exec *x, int node);
+
+// Before each run: values other than constants hold nothing on the device.
+void vk_exec_begin(vk_exec *x);
+// Runs node i on the device; views[] are the host views (inputs' data there
+// when they were made on the host; uploaded as needed).
+int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, GError **error);
+// Makes value v's host view current (a download when the device made it).
+int vk_exec_to_host(vk_exec *x, int v, reel_tensor *view, GError **error);
+// A cpu node made value v: the device's copy, if any, is stale.
+void vk_exec_host_made(vk_exec *x, int v);
+
+// What the partition is and what crossed in the last run.
+typedef struct vk_exec_stats {
+    int device_nodes, cpu_nodes, partitions;
+    int64_t bytes_to_device, bytes_to_host; // last run
+    const char *cpu_reasons;                 // "Concat x11 (why), ..." (owned by x), "" when none
+} vk_exec_stats;
+void vk_exec_get_stats(const vk_exec *x, vk_exec_stats *out);
+
+#endif

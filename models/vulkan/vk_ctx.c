@@ -1,0 +1,51 @@
+// The Vulkan ops' shared context: kernels made once, dispatch sizing, the op
+// table and activation codes (models/vulkan/vk_ops.h).
+#include <string.h>
+
+#include "models/vulkan/vk_ops.h"
+
+reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error)
+{
+    reel_kernel *k = g_hash_table_lookup(ctx->kernels, name);
+    if (!k && (k = reel_kernel_create(ctx->dev, reel_kernel_params(.name = name), error)))
+        g_hash_table_insert(ctx->kernels, g_strdup(name), k);
+    return k;
+}
+
+int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, int n_buffers, const void *push,
+                    size_t push_size, uint64_t invocations)
+{
+    (void)ctx;
+    reel_dispatch_params p = { .push = push, .push_size = push_size };
+    for (int i = 0; i < n_buffers && i < REEL_KERNEL_MAX_BUFFERS; i++)
+        p.buffers[i] = buffers[i];
+    uint64_t local = reel_kernel_local_size(kernel), groups = (invocations + local - 1) / local;
+    if (groups == 0)
+        return 0;
+    // Every device launches 65535 groups in x; beyond, rows of them in y
+    // (kernels index gl_GlobalInvocationID.x + y * gl_NumWorkGroups.x * local).
+    p.groups[0] = (uint32_t)MIN(groups, 65535);
+    p.groups[1] = (uint32_t)((groups + 65534) / 65535);
+    return reel_kernel_dispatch(kernel, &p, NULL);
+}
+
+const vk_op *vk_op_find(const char *name)
+{
+    const vk_op *const *tables[] = { vk_ops_nn, vk_ops_basic };
+    for (size_t t = 0; t < G_N_ELEMENTS(tables); t++)
+        for (const vk_op *const *op = tables[t]; *op; op++)
+            if (strcmp((*op)->name, name) == 0)
+                return *op;
+    return NULL;
+}
+
+int vk_act_of(const reel_ir_node *n)
+{
+    static const char *const names[] = { NULL, "Relu", "Clip", "Sigmoid", "SiLU", "HardSigmoid", "HardSwish" };
+    if (!n->fused)
+        return VK_ACT_NONE;
+    for (int i = 1; i < (int)G_N_ELEMENTS(names); i++)
+        if (strcmp(n->fused, names[i]) == 0)
+            return i;
+    return -1;
+}

@@ -1,0 +1,60 @@
+// Model ops on a Vulkan device: for each ONNX op with a GPU kernel, whether
+// it can run a node at concrete shapes, and how (one or more dispatches of
+// the model kernels in gpu/shaders/nn_*.comp). The executor
+// (models/vulkan/exec.c) places nodes, keeps tensors in device memory and
+// calls these. Only models/ includes this.
+#ifndef REEL_MODELS_VULKAN_VK_OPS_H
+#define REEL_MODELS_VULKAN_VK_OPS_H
+
+#include "models/op.h"
+#include "reel/device.h"
+
+// A tensor on the device: its memory (the whole of it, from offset 0) and
+// its shape. For constant inputs t->data also holds the values on the host
+// (ops read attributes-as-inputs such as Slice's starts or Reshape's shape
+// there); for others t->data is NULL.
+typedef struct vk_tensor {
+    reel_mem *mem;
+    const reel_tensor *t;
+} vk_tensor;
+
+// What ops dispatch with: the device, its kernels (made on first use and
+// kept), and a 16-byte buffer to bind where an optional input is absent
+// (kernels have a fixed number of bindings).
+typedef struct vk_ctx {
+    reel_device *dev;
+    GHashTable *kernels; // name -> reel_kernel *
+    reel_mem *dummy;
+} vk_ctx;
+
+// The kernel called `name` (gpu/kernel.c's table), created once per ctx;
+// NULL with *error set when the device refuses it.
+reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error);
+
+// Dispatches `kernel` over `invocations` threads (one dimension; groups
+// computed from the kernel's local size; over 65535 groups spread into y).
+int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, int n_buffers, const void *push,
+                    size_t push_size, uint64_t invocations);
+
+typedef struct vk_op {
+    const char *name; // ONNX op_type
+    // Whether this node, at these concrete input and output shapes (and
+    // constant values), runs on the GPU; false sends it to the cpu. Must not
+    // fail for any input the CPU op accepts.
+    bool (*supports)(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out);
+    // Records the node's work on ctx->dev (inputs NULL where omitted).
+    // Returns 0 or a REEL_E* code.
+    int (*run)(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out);
+} vk_op;
+
+// The op table (NULL-terminated), by family; vk_op_find looks one up.
+extern const vk_op *const vk_ops_nn[];    // models/vulkan/ops_nn.c: Conv, Gemm, MatMul, pools
+extern const vk_op *const vk_ops_basic[]; // models/vulkan/ops_basic.c: elementwise, copies, Softmax
+const vk_op *vk_op_find(const char *name);
+
+// Activation codes the nn kernels share with reel_ir_node.fused (see
+// nn_activate in models/cpu/blas.c for their meaning).
+enum { VK_ACT_NONE, VK_ACT_RELU, VK_ACT_CLIP, VK_ACT_SIGMOID, VK_ACT_SILU, VK_ACT_HARDSIGMOID, VK_ACT_HARDSWISH };
+int vk_act_of(const reel_ir_node *n); // -1 for one the kernels do not know
+
+#endif

@@ -1,0 +1,531 @@
+// The Vulkan nn ops (models/vulkan/ops_nn.c: Conv, Gemm, MatMul, pools)
+// against the cpu ops on seeded random inputs over many shapes and
+// attributes: each node inferred and run by models/cpu/, then run by its
+// vk_op on vulkan:0, results compared. Also what supports() must refuse.
+// Exit 77 without a Vulkan device; under REEL_VULKAN_VALIDATION=1 any
+// validation message fails the test.
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "models/op.h"
+#include "models/vulkan/vk_ops.h"
+
+#define MAX_IN 4
+
+static reel_device *dev;
+static vk_ctx ctx;
+
+static reel_tensor *random_tensor(reel_dtype dt, int rank, const int64_t *shape, unsigned *seed)
+{
+    reel_tensor *t = reel_tensor_new(dt, rank, shape);
+    assert_non_null(t);
+    if (dt == REEL_DTYPE_FLOAT32) {
+        float *d = t->data;
+        for (size_t i = 0; i < t->nbytes / 4; i++)
+            d[i] = (float)rand_r(seed) / RAND_MAX * 2 - 1;
+    }
+    return t;
+}
+
+typedef struct opcall {
+    const char *op;
+    reel_ir_attr attrs[10];
+    int n_attrs;
+    const char *fused;
+    float fa, fb;
+    int opset;
+} opcall;
+
+static void attr_ints(opcall *c, const char *name, int n, const int64_t *v)
+{
+    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = (int64_t *)v, .n = n };
+}
+
+static void attr_int(opcall *c, const char *name, int64_t v)
+{
+    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
+}
+
+static void attr_str(opcall *c, const char *name, const char *v)
+{
+    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
+}
+
+static void attr_float(opcall *c, const char *name, float v)
+{
+    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_FLOAT, .f = v };
+}
+
+static reel_ir_node node_of(const opcall *c, int *inputs, int n_in, int *outputs, int n_out)
+{
+    return (reel_ir_node){ .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
+                           .n_outputs = n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs,
+                           .fused = c->fused, .fused_a = c->fa, .fused_b = c->fb };
+}
+
+static reel_mem *to_device(const reel_tensor *t)
+{
+    GError *error = NULL;
+    reel_mem *m = reel_mem_new(dev, reel_mem_params(.size = MAX(t->nbytes, 4), .domain = REEL_MEM_DEVICE), &error);
+    if (!m)
+        fail_msg("%s", error->message);
+    assert_int_equal(reel_mem_upload(m, 0, t->data, t->nbytes, NULL), 0);
+    return m;
+}
+
+// Infers and runs the node on the cpu, runs it with its vk_op and compares
+// within 1e-4 relative (1e-4 absolute below 1). Takes the inputs (NULL:
+// omitted).
+static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
+{
+    const reel_op *op = reel_op_find(c->op);
+    const vk_op *vop = vk_op_find(c->op);
+    assert_non_null(op);
+    assert_non_null(vop);
+    reel_ir_graph *g = reel_ir_graph_new();
+    g->opset = c->opset ? c->opset : 13;
+    int inputs[MAX_IN], output = reel_ir_add_value(g, "y");
+    for (int i = 0; i < n_in; i++) {
+        inputs[i] = -1;
+        if (!in[i])
+            continue;
+        char name[8] = { 'x', (char)('0' + i) };
+        inputs[i] = reel_ir_add_value(g, name);
+        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
+        v->dtype = in[i]->dtype;
+        v->rank = in[i]->rank;
+        memcpy(v->dims, in[i]->shape, sizeof v->dims);
+    }
+    reel_ir_node n = node_of(c, inputs, n_in, &output, 1);
+    GError *error = NULL;
+    if (op->infer(g, &n, &error))
+        fail_msg("%s: infer: %s", what, error->message);
+    reel_ir_value *v = reel_ir_value_at(g, output);
+    reel_tensor *want = reel_tensor_new(v->dtype, v->rank, v->dims), *got = reel_tensor_new(v->dtype, v->rank, v->dims);
+    reel_tensor *outs[1] = { want };
+    reel_exec_ctx ectx = { .opset = g->opset, .threads = 1 };
+    ectx.scratch_size = op->scratch ? op->scratch(&n, in, outs) : 0;
+    ectx.scratch = g_malloc0(ectx.scratch_size + 1);
+    assert_int_equal(op->run(&n, in, outs, &ectx), 0);
+    g_free(ectx.scratch);
+
+    if (!vop->supports(&n, in, outs))
+        fail_msg("%s: the vk op does not support it", what);
+    vk_tensor vt[MAX_IN], vo = { .t = got };
+    vk_tensor *vin[MAX_IN];
+    for (int i = 0; i < n_in; i++) {
+        vin[i] = in[i] ? &vt[i] : NULL;
+        if (in[i])
+            vt[i] = (vk_tensor){ to_device(in[i]), in[i] };
+    }
+    GError *err = NULL;
+    vo.mem = reel_mem_new(dev, reel_mem_params(.size = MAX(got->nbytes, 4), .domain = REEL_MEM_DEVICE), &err);
+    assert_non_null(vo.mem);
+    vk_tensor *vout[1] = { &vo };
+    assert_int_equal(vop->run(&ctx, &n, vin, vout), 0);
+    assert_int_equal(reel_mem_download(vo.mem, 0, got->data, got->nbytes, NULL), 0);
+
+    const float *a = got->data, *b = want->data;
+    for (size_t i = 0; i < want->nbytes / 4; i++)
+        if (!(fabsf(a[i] - b[i]) <= 1e-4f * MAX(1.0f, fabsf(b[i]))))
+            fail_msg("%s: element %zu is %g on vulkan, %g on the cpu", what, i, a[i], b[i]);
+
+    for (int i = 0; i < n_in; i++)
+        if (in[i]) {
+            reel_mem_unref(&vt[i].mem);
+            reel_tensor_free(&in[i]);
+        }
+    reel_mem_unref(&vo.mem);
+    reel_tensor_free(&want);
+    reel_tensor_free(&got);
+    reel_ir_graph_free(&g);
+}
+
+// ---- Conv
+
+typedef struct conv_case {
+    int64_t n, c, h, w, m, g, kh, kw;
+    int64_t s[2], d[2], p[4]; // 0 strides/dilations: absent; pads t l b r
+    const char *auto_pad;
+    bool one_d;               // [N, C, W] with kw, s[1], d[1], pads l r
+    bool bias, res;
+    const char *act;
+    float fa, fb;
+} conv_case;
+
+static void conv_random(void **state)
+{
+    (void)state;
+    static const conv_case cases[] = {
+        { 1, 3, 8, 8, 4, 1, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true },
+        { 2, 4, 7, 9, 6, 2, 3, 3, .s = { 2, 2 }, .p = { 0, 1, 2, 1 }, .bias = true, .act = "Relu" },
+        { 1, 8, 10, 10, 8, 8, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .act = "Clip", .fa = 0, .fb = 0.3f },
+        { 2, 4, 11, 9, 8, 4, 5, 5, .s = { 2, 2 }, .p = { 2, 2, 2, 2 }, .act = "HardSwish" },
+        { 1, 3, 12, 11, 5, 1, 3, 3, .d = { 2, 2 }, .p = { 2, 2, 2, 2 }, .res = true, .act = "SiLU" },
+        { 2, 16, 5, 5, 8, 1, 1, 1, .bias = true, .res = true, .act = "HardSwish" },
+        { 1, 6, 9, 7, 6, 3, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .res = true, .act = "HardSigmoid", .fa = 0.2f, .fb = 0.5f },
+        { 1, 5, 6, 6, 7, 1, 2, 2, .s = { 2, 1 }, .bias = true, .act = "Sigmoid" },
+        { 1, 4, 6, 6, 4, 1, 3, 3, .act = "HardSwish", .fa = 0.25f, .fb = 0.4f },
+        { 1, 4, 1, 20, 6, 1, 1, 3, .s = { 1, 2 }, .p = { 0, 1, 0, 1 }, .one_d = true, .bias = true },
+        { 2, 6, 1, 17, 6, 6, 1, 5, .d = { 1, 2 }, .p = { 0, 4, 0, 4 }, .one_d = true, .act = "Relu" },
+        { 1, 3, 9, 10, 4, 1, 4, 4, .s = { 2, 2 }, .auto_pad = "SAME_UPPER", .bias = true },
+        { 1, 3, 9, 10, 4, 1, 4, 3, .s = { 2, 3 }, .auto_pad = "SAME_LOWER", .res = true },
+        { 1, 3, 9, 10, 4, 1, 3, 3, .auto_pad = "VALID", .p = { 1, 1, 1, 1 } },
+        { 1, 2, 8, 13, 3, 1, 1, 5, .d = { 1, 3 }, .p = { 0, 3, 0, 2 }, .bias = true },
+        { 1, 2, 13, 8, 3, 1, 5, 1, .s = { 3, 1 }, .p = { 2, 0, 1, 0 } },
+        { 1, 32, 28, 28, 64, 1, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .act = "Relu" },
+        { 1, 32, 14, 14, 32, 32, 3, 3, .s = { 2, 2 }, .p = { 0, 0, 1, 1 }, .bias = true, .act = "Clip", .fa = 0, .fb = 6 },
+        { 4, 8, 3, 3, 16, 2, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .res = true, .act = "Relu" },
+    };
+    for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
+        const conv_case *k = &cases[ci];
+        unsigned seed = 1000 + (unsigned)ci;
+        int sp = k->one_d ? 1 : 2, rank = sp + 2;
+        int64_t xs[4] = { k->n, k->c, k->h, k->w }, ws[4] = { k->m, k->c / k->g, k->kh, k->kw };
+        if (k->one_d)
+            xs[2] = k->w, ws[2] = k->kw;
+        opcall c = { .op = "Conv", .fused = k->act, .fa = k->fa, .fb = k->fb };
+        int64_t kern[2] = { k->kh, k->kw }, pads[4] = { k->p[0], k->p[1], k->p[2], k->p[3] };
+        int64_t pads1[2] = { k->p[1], k->p[3] };
+        attr_ints(&c, "kernel_shape", sp, kern + 2 - sp);
+        if (k->s[0])
+            attr_ints(&c, "strides", sp, k->s + 2 - sp);
+        if (k->d[0])
+            attr_ints(&c, "dilations", sp, k->d + 2 - sp);
+        if (k->auto_pad)
+            attr_str(&c, "auto_pad", k->auto_pad);
+        else
+            attr_ints(&c, "pads", 2 * sp, k->one_d ? pads1 : pads);
+        if (k->g > 1)
+            attr_int(&c, "group", k->g);
+        reel_tensor *in[4] = { random_tensor(REEL_DTYPE_FLOAT32, rank, xs, &seed),
+                               random_tensor(REEL_DTYPE_FLOAT32, rank, ws, &seed) };
+        if (k->bias)
+            in[2] = random_tensor(REEL_DTYPE_FLOAT32, 1, &k->m, &seed);
+        int n_in = k->bias ? 3 : 2;
+        if (k->res) {
+            // The output's shape, from the cpu op's inference.
+            reel_ir_graph *g = reel_ir_graph_new();
+            int iv[3] = { -1, -1, -1 }, ov = reel_ir_add_value(g, "y");
+            for (int i = 0; i < n_in; i++) {
+                char name[3] = { 'x', (char)('0' + i) };
+                iv[i] = reel_ir_add_value(g, name);
+                reel_ir_value *v = reel_ir_value_at(g, iv[i]);
+                v->dtype = REEL_DTYPE_FLOAT32;
+                v->rank = in[i]->rank;
+                memcpy(v->dims, in[i]->shape, sizeof v->dims);
+            }
+            reel_ir_node n = node_of(&c, iv, n_in, &ov, 1);
+            assert_int_equal(reel_op_find("Conv")->infer(g, &n, NULL), 0);
+            reel_ir_value *y = reel_ir_value_at(g, ov);
+            in[3] = random_tensor(REEL_DTYPE_FLOAT32, y->rank, y->dims, &seed);
+            reel_ir_graph_free(&g);
+            n_in = 4;
+        }
+        char what[32];
+        snprintf(what, sizeof what, "conv case %zu", ci);
+        check(&c, n_in, in, what);
+    }
+}
+
+// ---- Gemm
+
+typedef struct gemm_case {
+    int64_t m, k, n;
+    bool ta, tb;
+    float alpha, beta;        // 0: absent (1)
+    int crank;                // -1: no C
+    int64_t cshape[2];
+    const char *act;
+} gemm_case;
+
+static void gemm_random(void **state)
+{
+    (void)state;
+    static const gemm_case cases[] = {
+        { 5, 7, 3, .crank = -1 },
+        { 13, 17, 9, false, false, 0.5f, 2, 2, { 13, 9 }, NULL },
+        { 13, 17, 9, true, false, 1.5f, 0, 2, { 13, 9 }, NULL },
+        { 13, 17, 9, false, true, 0, 0.25f, 1, { 9 }, NULL },
+        { 13, 17, 9, true, true, 0, 0, 0, { 0 }, NULL },
+        { 11, 4, 6, false, false, 0, 0, 2, { 11, 1 }, NULL },
+        { 11, 4, 6, false, true, 0, 0, 2, { 1, 6 }, NULL },
+        { 11, 4, 6, true, false, 0, 0, 2, { 1, 1 }, NULL },
+        { 11, 4, 6, false, false, 0, 0, 1, { 1 }, NULL },
+        { 1, 64, 10, false, true, 0, 0, 1, { 10 }, "Relu" },
+        { 1, 64, 10, false, true, 0, 0, 2, { 1, 10 }, NULL },
+        { 3, 5, 7, false, false, 1, 1e-30f, 2, { 3, 7 }, "Sigmoid" },
+        { 64, 128, 96, false, true, 0, 0, 1, { 96 }, NULL },
+        { 33, 65, 17, true, true, 0.75f, -1, 2, { 33, 17 }, "Clip" },
+        // Over 65535 tiles: the dispatch spreads into y.
+        { 2056, 9, 2048, false, false, 0, 0, 1, { 2048 }, NULL },
+    };
+    for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
+        const gemm_case *k = &cases[ci];
+        unsigned seed = 2000 + (unsigned)ci;
+        opcall c = { .op = "Gemm", .fused = k->act, .fa = -0.5f, .fb = 0.5f };
+        if (k->ta)
+            attr_int(&c, "transA", 1);
+        if (k->tb)
+            attr_int(&c, "transB", 1);
+        if (k->alpha)
+            attr_float(&c, "alpha", k->alpha);
+        if (k->beta)
+            attr_float(&c, "beta", k->beta);
+        int64_t as[2] = { k->ta ? k->k : k->m, k->ta ? k->m : k->k }, bs[2] = { k->tb ? k->n : k->k, k->tb ? k->k : k->n };
+        reel_tensor *in[3] = { random_tensor(REEL_DTYPE_FLOAT32, 2, as, &seed),
+                               random_tensor(REEL_DTYPE_FLOAT32, 2, bs, &seed) };
+        if (k->crank >= 0)
+            in[2] = random_tensor(REEL_DTYPE_FLOAT32, k->crank, k->cshape, &seed);
+        char what[32];
+        snprintf(what, sizeof what, "gemm case %zu", ci);
+        check(&c, k->crank >= 0 ? 3 : 2, in, what);
+    }
+}
+
+// ---- MatMul
+
+static void matmul_random(void **state)
+{
+    (void)state;
+    static const struct { int ar; int64_t a[4]; int br; int64_t b[4]; } cases[] = {
+        { 2, { 5, 7 }, 2, { 7, 3 } },
+        { 1, { 7 }, 2, { 7, 3 } },
+        { 2, { 5, 7 }, 1, { 7 } },
+        { 1, { 9 }, 1, { 9 } },
+        { 4, { 2, 3, 4, 5 }, 4, { 2, 3, 5, 6 } },
+        { 3, { 3, 4, 5 }, 2, { 5, 6 } },
+        { 2, { 4, 5 }, 4, { 2, 3, 5, 6 } },
+        { 4, { 2, 1, 4, 5 }, 3, { 3, 5, 6 } },
+        { 4, { 1, 3, 4, 5 }, 4, { 2, 1, 5, 6 } },
+        { 3, { 4, 1, 8 }, 3, { 4, 8, 16 } },
+        { 3, { 2, 49, 64 }, 1, { 64 } },
+        { 1, { 64 }, 3, { 2, 64, 30 } },
+        { 3, { 8, 64, 32 }, 3, { 8, 32, 64 } },
+    };
+    for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
+        unsigned seed = 3000 + (unsigned)ci;
+        opcall c = { .op = "MatMul" };
+        reel_tensor *in[2] = { random_tensor(REEL_DTYPE_FLOAT32, cases[ci].ar, cases[ci].a, &seed),
+                               random_tensor(REEL_DTYPE_FLOAT32, cases[ci].br, cases[ci].b, &seed) };
+        char what[32];
+        snprintf(what, sizeof what, "matmul case %zu", ci);
+        check(&c, 2, in, what);
+    }
+}
+
+// ---- Pools
+
+typedef struct pool_case {
+    const char *op;
+    int64_t n, c, h, w;
+    bool one_d;
+    int64_t k[2], s[2], d[2], p[4]; // 0 strides/dilations: absent
+    bool ceil, include_pad;
+    const char *auto_pad;
+    int opset;
+} pool_case;
+
+static void pool_random(void **state)
+{
+    (void)state;
+    static const pool_case cases[] = {
+        { "MaxPool", 1, 3, 9, 9, .k = { 3, 3 }, .s = { 2, 2 }, .p = { 1, 1, 1, 1 } },
+        { "MaxPool", 2, 2, 10, 10, .k = { 3, 3 }, .s = { 2, 2 }, .ceil = true },
+        { "MaxPool", 1, 4, 8, 8, .k = { 2, 2 }, .s = { 2, 2 } },
+        { "MaxPool", 1, 2, 11, 12, .k = { 3, 2 }, .s = { 1, 2 }, .d = { 2, 2 }, .p = { 2, 1, 0, 1 } },
+        { "MaxPool", 1, 3, 1, 15, .one_d = true, .k = { 1, 3 }, .s = { 1, 2 }, .p = { 0, 1, 0, 1 } },
+        { "MaxPool", 1, 3, 7, 9, .k = { 3, 3 }, .s = { 2, 2 }, .auto_pad = "SAME_UPPER" },
+        { "MaxPool", 1, 3, 7, 9, .k = { 2, 4 }, .s = { 2, 3 }, .auto_pad = "SAME_LOWER", .ceil = true },
+        { "MaxPool", 1, 16, 13, 13, .k = { 5, 5 }, .p = { 2, 2, 2, 2 } },
+        // Over 65535 groups of 64: the dispatch spreads into y.
+        { "MaxPool", 1, 5, 1000, 900, .k = { 1, 1 } },
+        { "AveragePool", 1, 3, 9, 9, .k = { 3, 3 }, .s = { 2, 2 }, .p = { 1, 1, 1, 1 } },
+        { "AveragePool", 1, 3, 9, 9, .k = { 3, 3 }, .s = { 2, 2 }, .p = { 1, 1, 1, 1 }, .include_pad = true },
+        { "AveragePool", 2, 2, 10, 11, .k = { 3, 3 }, .s = { 2, 2 }, .p = { 1, 0, 1, 0 }, .ceil = true, .include_pad = true },
+        { "AveragePool", 2, 2, 10, 11, .k = { 3, 2 }, .s = { 2, 2 }, .ceil = true },
+        { "AveragePool", 1, 3, 1, 16, .one_d = true, .k = { 1, 4 }, .s = { 1, 3 }, .p = { 0, 2, 0, 1 }, .include_pad = true },
+        { "AveragePool", 1, 2, 12, 12, .k = { 3, 3 }, .d = { 2, 2 }, .p = { 1, 1, 2, 2 }, .opset = 19 },
+        { "AveragePool", 1, 2, 8, 8, .k = { 2, 2 }, .s = { 2, 2 }, .auto_pad = "SAME_UPPER", .include_pad = true },
+        { "GlobalAveragePool", 2, 8, 7, 7, .one_d = false },
+        { "GlobalAveragePool", 1, 3, 56, 56, .one_d = false },
+        { "GlobalAveragePool", 2, 5, 1, 30, .one_d = true },
+        { "GlobalMaxPool", 2, 5, 6, 4, .one_d = false },
+        { "GlobalMaxPool", 1, 7, 1, 9, .one_d = true },
+    };
+    for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
+        const pool_case *k = &cases[ci];
+        unsigned seed = 4000 + (unsigned)ci;
+        int sp = k->one_d ? 1 : 2, rank = sp + 2;
+        int64_t xs[4] = { k->n, k->c, k->h, k->w };
+        if (k->one_d)
+            xs[2] = k->w;
+        opcall c = { .op = k->op, .opset = k->opset };
+        int64_t pads1[2] = { k->p[1], k->p[3] };
+        if (k->k[0]) {
+            attr_ints(&c, "kernel_shape", sp, k->k + 2 - sp);
+            if (k->s[0])
+                attr_ints(&c, "strides", sp, k->s + 2 - sp);
+            if (k->d[0])
+                attr_ints(&c, "dilations", sp, k->d + 2 - sp);
+            if (k->auto_pad)
+                attr_str(&c, "auto_pad", k->auto_pad);
+            else
+                attr_ints(&c, "pads", 2 * sp, k->one_d ? pads1 : k->p);
+            if (k->ceil)
+                attr_int(&c, "ceil_mode", 1);
+            if (k->include_pad)
+                attr_int(&c, "count_include_pad", 1);
+        }
+        reel_tensor *in[1] = { random_tensor(REEL_DTYPE_FLOAT32, rank, xs, &seed) };
+        char what[32];
+        snprintf(what, sizeof what, "pool case %zu (%s)", ci, k->op);
+        check(&c, 1, in, what);
+    }
+}
+
+// ---- What stays on the cpu
+
+static bool supports(const opcall *c, int n_in, reel_tensor **in, int n_out, reel_tensor **out)
+{
+    int inputs[MAX_IN] = { 0, 1, 2, 3 }, outputs[2] = { 4, 5 };
+    reel_ir_node n = node_of(c, inputs, n_in, outputs, n_out);
+    bool r = vk_op_find(c->op)->supports(&n, in, out);
+    for (int i = 0; i < n_in; i++)
+        reel_tensor_free(&in[i]);
+    for (int i = 0; i < n_out; i++)
+        reel_tensor_free(&out[i]);
+    return r;
+}
+
+static void unsupported(void **state)
+{
+    (void)state;
+    unsigned seed = 5;
+    static const int64_t x5[5] = { 1, 2, 4, 4, 4 }, w5[5] = { 3, 2, 3, 3, 3 }, y5[5] = { 1, 3, 2, 2, 2 };
+    static const int64_t k3[3] = { 3, 3, 3 }, k2[2] = { 2, 2 }, s2[2] = { 2, 2 };
+    static const int64_t x4[4] = { 1, 2, 4, 4 }, w4[4] = { 3, 2, 3, 3 }, y4[4] = { 1, 3, 2, 2 }, p4[4] = { 1, 2, 2, 2 };
+    opcall c = { .op = "Conv" };
+    attr_ints(&c, "kernel_shape", 3, k3);
+    // 3-D conv.
+    reel_tensor *in[3] = { random_tensor(REEL_DTYPE_FLOAT32, 5, x5, &seed), random_tensor(REEL_DTYPE_FLOAT32, 5, w5, &seed) };
+    reel_tensor *out[2] = { random_tensor(REEL_DTYPE_FLOAT32, 5, y5, &seed) };
+    assert_false(supports(&c, 2, in, 1, out));
+    // float16 input.
+    opcall c2 = { .op = "Conv" };
+    in[0] = random_tensor(REEL_DTYPE_FLOAT16, 4, x4, &seed);
+    in[1] = random_tensor(REEL_DTYPE_FLOAT32, 4, w4, &seed);
+    out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, y4, &seed);
+    assert_false(supports(&c2, 2, in, 1, out));
+    // An activation the kernels do not know.
+    opcall c3 = { .op = "Conv", .fused = "Tanh" };
+    in[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, x4, &seed);
+    in[1] = random_tensor(REEL_DTYPE_FLOAT32, 4, w4, &seed);
+    out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, y4, &seed);
+    assert_false(supports(&c3, 2, in, 1, out));
+    // The same conv without it is supported.
+    in[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, x4, &seed);
+    in[1] = random_tensor(REEL_DTYPE_FLOAT32, 4, w4, &seed);
+    out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, y4, &seed);
+    assert_true(supports(&c2, 2, in, 1, out));
+    // MaxPool with its indices output.
+    opcall m = { .op = "MaxPool" };
+    attr_ints(&m, "kernel_shape", 2, k2);
+    attr_ints(&m, "strides", 2, s2);
+    in[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, x4, &seed);
+    out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, p4, &seed);
+    out[1] = random_tensor(REEL_DTYPE_INT64, 4, p4, &seed);
+    assert_false(supports(&m, 1, in, 2, out));
+    // 3-D MaxPool.
+    opcall m3 = { .op = "MaxPool" };
+    attr_ints(&m3, "kernel_shape", 3, k3);
+    in[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, x5, &seed);
+    out[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, y5, &seed);
+    assert_false(supports(&m3, 1, in, 1, out));
+    // MatMul beyond rank 4.
+    static const int64_t a5[5] = { 2, 1, 2, 3, 4 }, b2[2] = { 4, 5 }, o5[5] = { 2, 1, 2, 3, 5 };
+    opcall mm = { .op = "MatMul" };
+    in[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, a5, &seed);
+    in[1] = random_tensor(REEL_DTYPE_FLOAT32, 2, b2, &seed);
+    out[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, o5, &seed);
+    assert_false(supports(&mm, 2, in, 1, out));
+    // Gemm with a C that does not broadcast.
+    static const int64_t ga[2] = { 3, 4 }, gb[2] = { 4, 5 }, gc[2] = { 2, 5 }, gy[2] = { 3, 5 };
+    opcall gm = { .op = "Gemm" };
+    in[0] = random_tensor(REEL_DTYPE_FLOAT32, 2, ga, &seed);
+    in[1] = random_tensor(REEL_DTYPE_FLOAT32, 2, gb, &seed);
+    in[2] = random_tensor(REEL_DTYPE_FLOAT32, 2, gc, &seed);
+    out[0] = random_tensor(REEL_DTYPE_FLOAT32, 2, gy, &seed);
+    assert_false(supports(&gm, 3, in, 1, out));
+}
+
+static void kernel_free(gpointer k)
+{
+    reel_kernel *kk = k;
+    reel_kernel_destroy(&kk);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    GError *error = NULL;
+    dev = reel_device_open("vulkan:0", &error);
+    if (!dev) {
+        fprintf(stderr, "vulkan:0: %s\n", error->message);
+        g_clear_error(&error);
+        return -1;
+    }
+    ctx.dev = dev;
+    ctx.kernels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kernel_free);
+    ctx.dummy = reel_mem_new(dev, reel_mem_params(.size = 16, .domain = REEL_MEM_DEVICE), &error);
+    if (!ctx.dummy)
+        return -1;
+    float zero[4] = { 0 };
+    return reel_mem_upload(ctx.dummy, 0, zero, sizeof zero, NULL);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    reel_device_wait(dev, 0);
+    g_clear_pointer(&ctx.kernels, g_hash_table_destroy);
+    reel_mem_unref(&ctx.dummy);
+    reel_device_unref(&dev);
+    return 0;
+}
+
+int main(void)
+{
+    reel_device_info *infos;
+    int n = reel_device_list(&infos);
+    bool any = false;
+    for (int i = 0; i < n; i++)
+        if (infos[i].backend == REEL_BACKEND_VULKAN && strcmp(infos[i].spec, "vulkan:0") == 0) {
+            any = true;
+            printf("device under test: vulkan:0 (%s)\n", infos[i].name);
+        }
+    g_free(infos);
+    if (!any) {
+        printf("SKIP: no Vulkan device\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(conv_random),
+        cmocka_unit_test(gemm_random),
+        cmocka_unit_test(matmul_random),
+        cmocka_unit_test(pool_random),
+        cmocka_unit_test(unsupported),
+    };
+    int failed = cmocka_run_group_tests_name("vk_ops", tests, setup, teardown);
+    if (reel_device_validation_messages()) {
+        fprintf(stderr, "%" G_GINT64_FORMAT " Vulkan validation messages\n", reel_device_validation_messages());
+        failed++;
+    }
+    return failed ? 1 : 0;
+}
