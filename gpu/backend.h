@@ -42,6 +42,9 @@ typedef struct reel_device_fns {
     int (*kernel_create)(reel_kernel *k, GError **error);
     void (*kernel_destroy)(reel_kernel *k);
     int (*dispatch)(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point);
+    // Optional: n checked dispatches in one submission, in order.
+    int (*dispatch_batch)(reel_device *dev, reel_kernel *const *k, const reel_dispatch_params *p, int n,
+                          uint64_t *point);
 } reel_device_fns;
 
 struct reel_device {
@@ -94,6 +97,9 @@ reel_device *vk_device_open(const reel_device_info *info, GError **error);
 
 // Called by backends to make dev: sets up the generic parts; refcount 1.
 reel_device *reel_device_alloc_(const reel_device_info *info, const reel_device_fns *fns);
+// Checks a dispatch's arguments; *q gets them with groups of 0 made 1.
+int reel_kernel_check_(reel_kernel *k, const reel_dispatch_params *p, reel_dispatch_params *q);
+
 // Records a dispatch's measured time for reel_device_dispatch_time().
 void reel_device_record_time_(reel_device *dev, uint64_t point, int64_t ns);
 

@@ -118,7 +118,8 @@ uint32_t reel_kernel_local_size(const reel_kernel *k)
     return k->local_size;
 }
 
-int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point)
+// Checks a dispatch's arguments and fills in *q with groups of 0 made 1.
+int reel_kernel_check_(reel_kernel *k, const reel_dispatch_params *p, reel_dispatch_params *q)
 {
     if (!p || p->push_size != k->desc->push_size || (p->push_size && !p->push))
         return REEL_EINVAL;
@@ -129,9 +130,17 @@ int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t
         if (m && (m->dev != k->dev || m->size > k->dev->info.max_storage_buffer_range))
             return REEL_EINVAL;
     }
-    reel_dispatch_params q = *p;
+    *q = *p;
     for (int i = 0; i < 3; i++)
-        q.groups[i] = q.groups[i] ? q.groups[i] : 1;
+        q->groups[i] = q->groups[i] ? q->groups[i] : 1;
+    return 0;
+}
+
+int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point)
+{
+    reel_dispatch_params q;
+    if (reel_kernel_check_(k, p, &q))
+        return REEL_EINVAL;
     uint64_t pt = 0;
     int err = k->dev->fns->dispatch(k, &q, &pt);
     if (err)

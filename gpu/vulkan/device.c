@@ -80,6 +80,7 @@ static const reel_device_fns vk_device_fns = {
     .kernel_create = vk_kernel_create,
     .kernel_destroy = vk_kernel_destroy,
     .dispatch = vk_dispatch,
+    .dispatch_batch = vk_dispatch_batch,
 };
 
 static int fail(GError **error, int code, const reel_device_info *info, const char *what)

@@ -101,23 +101,12 @@ fail:
     return vk_error_code(r);
 }
 
-int vk_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point)
+// Records one dispatch into cmd; returns the point it must wait for (its
+// reads wait for the last write, its writes also for every pending use).
+static uint64_t record(VkCommandBuffer cmd, reel_kernel *k, const reel_dispatch_params *p)
 {
-    reel_device *dev = k->dev;
-    vk_priv *vk = vk_of(dev);
     vk_kernel *vkk = k->priv;
     const reel_kernel_desc *desc = k->desc;
-    bool timed = p->timestamp && vk->queries;
-
-    VkCommandBuffer cmd = vk_begin(dev);
-    if (!cmd)
-        return REEL_ENOMEM_DEVICE;
-    // Under the submit lock from here: points read below are consistent.
-    uint32_t q = vk_next_query(dev);
-    if (timed) {
-        vkCmdResetQueryPool(cmd, vk->queries, q, 2);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk->queries, q);
-    }
     VkDescriptorBufferInfo infos[REEL_KERNEL_MAX_BUFFERS];
     VkWriteDescriptorSet writes[REEL_KERNEL_MAX_BUFFERS];
     uint64_t wait = 0;
@@ -131,7 +120,6 @@ int vk_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point)
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .pBufferInfo = &infos[i],
         };
-        // Reads wait for the last write; writes also for every pending use.
         uint64_t w = atomic_load(&m->ready);
         if (desc->writes & (1u << i))
             w = MAX(w, atomic_load(&m->busy));
@@ -142,15 +130,68 @@ int vk_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point)
     if (desc->push_size)
         vkCmdPushConstants(cmd, vkk->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)desc->push_size, p->push);
     vkCmdDispatch(cmd, p->groups[0], p->groups[1], p->groups[2]);
+    return wait;
+}
+
+// After the submission at pt: written buffers are valid then, all are busy until.
+static void mark(reel_kernel *k, const reel_dispatch_params *p, uint64_t pt)
+{
+    for (int i = 0; i < k->desc->n_buffers; i++) {
+        if (k->desc->writes & (1u << i))
+            atomic_store(&p->buffers[i]->ready, pt);
+        atomic_store(&p->buffers[i]->busy, pt);
+    }
+}
+
+int vk_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point)
+{
+    reel_device *dev = k->dev;
+    vk_priv *vk = vk_of(dev);
+    bool timed = p->timestamp && vk->queries;
+
+    VkCommandBuffer cmd = vk_begin(dev);
+    if (!cmd)
+        return REEL_ENOMEM_DEVICE;
+    // Under the submit lock from here: points read below are consistent.
+    uint32_t q = vk_next_query(dev);
+    if (timed) {
+        vkCmdResetQueryPool(cmd, vk->queries, q, 2);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk->queries, q);
+    }
+    uint64_t wait = record(cmd, k, p);
     if (timed)
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, vk->queries, q + 1);
     uint64_t pt = 0;
     int err = vk_submit_end(dev, cmd, wait, timed, &pt);
-    for (int i = 0; !err && i < desc->n_buffers; i++) {
-        if (desc->writes & (1u << i))
-            atomic_store(&p->buffers[i]->ready, pt);
-        atomic_store(&p->buffers[i]->busy, pt);
+    if (!err)
+        mark(k, p, pt);
+    vk_unlock(dev);
+    *point = pt;
+    return err;
+}
+
+int vk_dispatch_batch(reel_device *dev, reel_kernel *const *k, const reel_dispatch_params *p, int n, uint64_t *point)
+{
+    VkCommandBuffer cmd = vk_begin(dev);
+    if (!cmd)
+        return REEL_ENOMEM_DEVICE;
+    // Each dispatch sees what the ones before it wrote.
+    VkMemoryBarrier between = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+    };
+    uint64_t wait = 0;
+    for (int i = 0; i < n; i++) {
+        if (i)
+            vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                 &between, 0, NULL, 0, NULL);
+        wait = MAX(wait, record(cmd, k[i], &p[i]));
     }
+    uint64_t pt = 0;
+    int err = vk_submit_end(dev, cmd, wait, false, &pt);
+    for (int i = 0; !err && i < n; i++)
+        mark(k[i], &p[i], pt);
     vk_unlock(dev);
     *point = pt;
     return err;

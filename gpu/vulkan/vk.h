@@ -82,6 +82,7 @@ void vk_queue_destroy(reel_device *dev);
 int vk_kernel_create(reel_kernel *k, GError **error);
 void vk_kernel_destroy(reel_kernel *k);
 int vk_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point);
+int vk_dispatch_batch(reel_device *dev, reel_kernel *const *k, const reel_dispatch_params *p, int n, uint64_t *point);
 
 int vk_error_code(VkResult r); // the REEL_E* code for a VkResult
 const char *vk_result_name(VkResult r);

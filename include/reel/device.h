@@ -256,6 +256,22 @@ typedef struct reel_dispatch_params {
 // REEL_EDEVICE_LOST. Thread-safety: any thread.
 int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *params, uint64_t *point);
 
+// A batch: dispatches that go to the device together, in one submission
+// (one command buffer, each dispatch seeing the writes of those before it),
+// instead of one submission each: for the many small dispatches of a model's
+// inference. Buffers are held until the batch is submitted. Backends
+// without batching run each dispatch as it is added.
+// Thread-safety: one thread at a time per batch.
+typedef struct reel_batch reel_batch;
+reel_batch *reel_batch_new(reel_device *dev);
+void reel_batch_free(reel_batch **b); // submits what is left first
+// Adds a dispatch (the arguments are checked as reel_kernel_dispatch checks
+// them). Returns 0 or REEL_EINVAL / REEL_EDEVICE_LOST.
+int reel_batch_dispatch(reel_batch *b, reel_kernel *k, const reel_dispatch_params *params);
+// Submits the dispatches added since the last submission; *point (may be
+// NULL) gets the point after which all of them are done (0 when none).
+int reel_batch_submit(reel_batch *b, uint64_t *point);
+
 // Waits for the dispatch at `point` and returns its execution time in *ns:
 // GPU timestamps on Vulkan, the function's wall time on the cpu backend.
 // REEL_EINVAL when that dispatch was not timed or its time is no longer kept

@@ -187,6 +187,10 @@ vk_exec *vk_exec_new(const vk_exec_params *params, const reel_ir_graph *g, const
     for (int v = 0; v < x->n_values; v++)
         x->constant[v] = views[v].data != NULL;
     x->ctx.dummy = reel_mem_new(x->ctx.dev, reel_mem_params(.size = 16, .domain = REEL_MEM_DEVICE), error);
+    // A partition's dispatches go to the device in one submission
+    // (REEL_VULKAN_BATCH=0: one each, to compare).
+    if (g_strcmp0(g_getenv("REEL_VULKAN_BATCH"), "0") != 0)
+        x->ctx.batch = reel_batch_new(x->ctx.dev);
     if (!x->ctx.dummy || place(x, params, g, views, skip, error) < 0)
         vk_exec_free(&x);
     return x;
@@ -200,6 +204,7 @@ void vk_exec_free(vk_exec **px)
         return;
     for (int v = 0; v < x->n_values; v++)
         reel_mem_unref(&x->mem[v]);
+    reel_batch_free(&x->ctx.batch);
     reel_mem_unref(&x->ctx.dummy);
     g_hash_table_destroy(x->ctx.kernels);
     reel_device_unref(&x->ctx.dev);
@@ -283,7 +288,10 @@ int vk_exec_to_host(vk_exec *x, int v, reel_tensor *view, GError **error)
 {
     if (v < 0 || x->host_valid[v])
         return 0;
-    int rc = reel_mem_download(x->mem[v], 0, view->data, view->nbytes, NULL);
+    // The dispatches gathered so far (those that made v among them) go now.
+    int rc = x->ctx.batch ? reel_batch_submit(x->ctx.batch, NULL) : 0;
+    if (rc == 0)
+        rc = reel_mem_download(x->mem[v], 0, view->data, view->nbytes, NULL);
     if (rc < 0) {
         g_set_error(error, REEL_ERROR, rc, "download of a tensor failed: %s", reel_strerror(rc));
         return rc;

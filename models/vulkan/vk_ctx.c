@@ -15,7 +15,6 @@ reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error)
 int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, int n_buffers, const void *push,
                     size_t push_size, uint64_t invocations)
 {
-    (void)ctx;
     reel_dispatch_params p = { .push = push, .push_size = push_size };
     for (int i = 0; i < n_buffers && i < REEL_KERNEL_MAX_BUFFERS; i++)
         p.buffers[i] = buffers[i];
@@ -26,7 +25,7 @@ int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, 
     // (kernels index gl_GlobalInvocationID.x + y * gl_NumWorkGroups.x * local).
     p.groups[0] = (uint32_t)MIN(groups, 65535);
     p.groups[1] = (uint32_t)((groups + 65534) / 65535);
-    return reel_kernel_dispatch(kernel, &p, NULL);
+    return ctx->batch ? reel_batch_dispatch(ctx->batch, kernel, &p) : reel_kernel_dispatch(kernel, &p, NULL);
 }
 
 const vk_op *vk_op_find(const char *name)

@@ -25,6 +25,7 @@ typedef struct vk_ctx {
     reel_device *dev;
     GHashTable *kernels; // name -> reel_kernel *
     reel_mem *dummy;
+    reel_batch *batch;   // when set, dispatches gather here for one submission
 } vk_ctx;
 
 // The kernel called `name` (gpu/kernel.c's table), created once per ctx;
