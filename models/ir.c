@@ -193,3 +193,19 @@ void reel_ir_value_set_constant(reel_ir_value *v, reel_tensor *t)
         v->dims[i] = i < t->rank ? t->shape[i] : REEL_DIM_UNKNOWN;
     v->producer = -1;
 }
+
+int reel_tensor_ints(const reel_tensor *t, int64_t *out, int max)
+{
+    int64_t c = t ? reel_tensor_count(t->rank, t->shape) : -1;
+    if (c < 0 || c > max || t->rank > 1 || (c > 0 && !t->data))
+        return -1;
+    for (int64_t i = 0; i < c; i++) {
+        if (t->dtype == REEL_DTYPE_INT64)
+            out[i] = ((const int64_t *)t->data)[i];
+        else if (t->dtype == REEL_DTYPE_INT32)
+            out[i] = ((const int32_t *)t->data)[i];
+        else
+            return -1;
+    }
+    return (int)c;
+}

@@ -29,6 +29,10 @@ typedef struct reel_tensor {
 // overflows.
 int64_t reel_tensor_count(int rank, const int64_t *shape);
 
+// The values of an int64 or int32 tensor of rank 0 or 1 with at most max
+// elements (shapes, axes, Slice's starts...) into out; -1 otherwise.
+int reel_tensor_ints(const reel_tensor *t, int64_t *out, int max);
+
 typedef struct reel_ir_value {
     char *name;
     reel_dtype dtype;            // REEL_DTYPE_NONE until inferred

@@ -24,20 +24,7 @@ static size_t esize(const reel_tensor *t)
 // The elements of an int64/int32 tensor (at most MAX_INTS); -1 otherwise.
 static int tensor_ints(const reel_tensor *t, int64_t *out)
 {
-    if (!t)
-        return -1;
-    int64_t c = count_of(t);
-    if (c < 0 || c > MAX_INTS || t->rank > 1)
-        return -1;
-    for (int64_t i = 0; i < c; i++) {
-        if (t->dtype == REEL_DTYPE_INT64)
-            out[i] = ((const int64_t *)t->data)[i];
-        else if (t->dtype == REEL_DTYPE_INT32)
-            out[i] = ((const int32_t *)t->data)[i];
-        else
-            return -1;
-    }
-    return (int)c;
+    return reel_tensor_ints(t, out, MAX_INTS);
 }
 
 // Ints from input i when it is a constant: count, -1 when not constant,

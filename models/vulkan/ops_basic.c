@@ -285,24 +285,11 @@ static bool plan_split(const reel_ir_node *n, reel_tensor *const *in, reel_tenso
     return true;
 }
 
-// The ints of a constant int64/int32 tensor of rank <= 1 (at most MAX_INTS);
-// -1 otherwise (as models/cpu/shape.c's tensor_ints, plus: not constant).
+// The ints of a constant int64/int32 tensor of rank <= 1 (at most
+// MAX_INTS); -1 otherwise, also when not constant (no data).
 static int const_ints(const reel_tensor *t, int64_t *out)
 {
-    if (!t || !t->data)
-        return -1;
-    int64_t c = count_of(t);
-    if (c < 0 || c > MAX_INTS || t->rank > 1)
-        return -1;
-    for (int64_t i = 0; i < c; i++) {
-        if (t->dtype == REEL_DTYPE_INT64)
-            out[i] = ((const int64_t *)t->data)[i];
-        else if (t->dtype == REEL_DTYPE_INT32)
-            out[i] = ((const int32_t *)t->data)[i];
-        else
-            return -1;
-    }
-    return (int)c;
+    return t && t->data ? reel_tensor_ints(t, out, MAX_INTS) : -1;
 }
 
 // Slice's starts/ends/axes/steps from constant inputs (opset 10+: the node
