@@ -31,6 +31,7 @@ typedef struct infer_priv {
     uint8_t *scratch;         // for frames moved to this element's memory
     size_t scratch_size;
     bool noted;               // where the model ran is in the report
+    bool on_device;           // the session runs on the element's GPU
 } infer_priv;
 
 static const reel_enum_value precisions[] = {
@@ -154,24 +155,30 @@ static int start(reel_element *e)
     }
     s->pending = g_ptr_array_new();
     s->crop_results = g_ptr_array_new();
-    s->noted = !gpu;
+    s->noted = false;
+    s->on_device = gpu;
     return 0;
 }
 
-// After the first inference on a GPU: where the model's nodes ran and what
-// crossed, for the report.
+// After each inference on a GPU: the bytes the model's run moved between
+// host and device go into the element's count; after the first, where the
+// nodes ran goes into the report.
 static void note_placement(reel_element *e)
 {
     infer_priv *s = reel_element_priv(e);
+    if (!s->on_device)
+        return;
+    reel_session_placement p;
+    reel_session_placement_of(s->session, &p);
+    reel_element_xfer(e)->to_device += p.bytes_to_device;
+    reel_element_xfer(e)->to_host += p.bytes_to_host;
     if (s->noted)
         return;
     s->noted = true;
-    reel_session_placement p;
-    reel_session_placement_of(s->session, &p);
     if (p.cpu_nodes == 0)
-        reel_element_note_placement(e, "model %s: all %d nodes on the device; the input tensor is read back and "
-                                       "sent again (%" G_GINT64_FORMAT " bytes each way per inference)",
-                                    s->ref.name, p.device_nodes, p.bytes_to_device);
+        reel_element_note_placement(e, "model %s: all %d nodes on the device; per inference %" G_GINT64_FORMAT
+                                       " bytes to the device, %" G_GINT64_FORMAT " back (the outputs)",
+                                    s->ref.name, p.device_nodes, p.bytes_to_device, p.bytes_to_host);
     else
         reel_element_note_placement(e, "model %s: %d nodes on the device, %d on the cpu in %d partitions (%s); "
                                        "%" G_GINT64_FORMAT " bytes to the device, %" G_GINT64_FORMAT
@@ -180,10 +187,12 @@ static void note_placement(reel_element *e)
                                     p.bytes_to_device, p.bytes_to_host);
 }
 
-// The tensor in host memory: itself, or read back from the device.
-static reel_buffer *host_tensor(reel_element *e, reel_buffer *t)
+// The tensor as the session takes it: itself when in host memory or (a
+// session on the device, one tensor at a time) in the device's memory; else
+// read back from the device.
+static reel_buffer *host_tensor(reel_element *e, reel_buffer *t, bool device_ok)
 {
-    if (!t->mem)
+    if (!t->mem || device_ok)
         return reel_buffer_ref(t);
     reel_caps f = t->format;
     f.memory = REEL_MEMORY_HOST;
@@ -299,7 +308,7 @@ static int run_batch(reel_element *e)
         return 0;
     GPtrArray *host = g_ptr_array_new_with_free_func(NULL);
     for (int i = 0; i < n && rc == 0; i++) {
-        reel_buffer *h = host_tensor(e, s->pending->pdata[i]);
+        reel_buffer *h = host_tensor(e, s->pending->pdata[i], s->on_device && n == 1);
         if (!h)
             rc = reel_element_error(e, REEL_EIO, "cannot read the input tensor back from the device");
         else
@@ -342,7 +351,7 @@ static int run_batch(reel_element *e)
 static int run_one(reel_element *e, reel_buffer *tensor, reel_buffer **outputs)
 {
     infer_priv *s = reel_element_priv(e);
-    reel_buffer *host = host_tensor(e, tensor);
+    reel_buffer *host = host_tensor(e, tensor, s->on_device);
     if (!host)
         return reel_element_error(e, REEL_EIO, "cannot read the input tensor back from the device");
     GError *err = NULL;

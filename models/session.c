@@ -143,6 +143,8 @@ static size_t value_bytes(const reel_ir_value *v)
 // are then part of the plan's key.
 static bool shape_input(const reel_ir_graph *g, int vi, const reel_buffer *b)
 {
+    if (b->mem)
+        return false; // in device memory: not for the host to read while planning
     const reel_ir_value *v = reel_ir_value_at(g, vi);
     int64_t c = reel_tensor_count(b->format.rank, b->format.shape);
     if (c < 0 || c > KEY_INPUT_MAX)
@@ -433,16 +435,19 @@ static int check_inputs(reel_session *s, reel_buffer *const *inputs, GError **er
                 g_string_append(want, io->dim_names[i] ? io->dim_names[i] : "?");
         }
         g_string_append(want, "]");
-        bool bad = !b || !(b->format.media & REEL_MEDIA_TENSOR) || b->mem || b->format.dtype != io->dtype ||
-                   b->format.rank != io->rank;
+        // Device memory only of this session's device.
+        bool bad = !b || !(b->format.media & REEL_MEDIA_TENSOR) || (b->mem && reel_mem_device(b->mem) != s->device) ||
+                   b->format.dtype != io->dtype || b->format.rank != io->rank;
         for (int i = 0; !bad && i < io->rank; i++)
             bad = b->format.shape[i] < 0 || (io->dims[i] >= 0 && b->format.shape[i] != io->dims[i]);
         if (!bad) {
             int64_t c = reel_tensor_count(b->format.rank, b->format.shape);
-            bad = c < 0 || b->size < (size_t)c * reel_dtype_size(io->dtype) || (c > 0 && !b->data);
+            bad = c < 0 || (b->mem ? reel_mem_size(b->mem) : b->size) < (size_t)c * reel_dtype_size(io->dtype) ||
+                  (c > 0 && !b->data && !b->mem);
         }
         if (bad) {
-            g_set_error(error, REEL_ERROR, REEL_EINVAL, "input %s: expected a host tensor %s", io->name, want->str);
+            g_set_error(error, REEL_ERROR, REEL_EINVAL, "input %s: expected a tensor %s (host memory, or the "
+                        "session's device's)", io->name, want->str);
             return REEL_EINVAL;
         }
     }
@@ -493,6 +498,9 @@ static char *plan_key(reel_session *s, reel_buffer *const *inputs)
     return g_string_free(k, FALSE);
 }
 
+static int bind_inputs(reel_session *s, plan *pl, reel_buffer *const *inputs, reel_buffer **copies, GError **error);
+static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **error);
+
 int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **outputs, GError **error)
 {
     if (!s || (!inputs && s->m->n_inputs) || !outputs) {
@@ -519,12 +527,53 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
         g_set_error(error, REEL_ERROR, REEL_ENOMEM, "cannot allocate %zu bytes of activations", pl->arena_bytes);
         return REEL_ENOMEM;
     }
+    if (pl->vk)
+        vk_exec_begin(pl->vk);
+    reel_buffer **copies = g_new0(reel_buffer *, s->m->n_inputs + 1);
+    rc = bind_inputs(s, pl, inputs, copies, error);
+    if (rc == 0)
+        rc = run_nodes(s, pl, outputs, error);
+    for (int k = 0; k < s->m->n_inputs; k++)
+        reel_buffer_unref(&copies[k]);
+    g_free(copies);
+    return rc;
+}
+
+// The views of the arena's values and of the inputs. An input in device
+// memory is used there when only device nodes read it, else read back into
+// copies[k] first.
+static int bind_inputs(reel_session *s, plan *pl, reel_buffer *const *inputs, reel_buffer **copies, GError **error)
+{
     for (int v = 0; v < pl->n_values; v++) {
-        if (pl->kind[v] == V_ARENA)
+        if (pl->kind[v] == V_ARENA) {
             pl->t[v].data = (char *)s->arena + pl->offset[v];
-        else if (pl->kind[v] == V_INPUT)
-            pl->t[v].data = inputs[pl->input_of[v]]->data;
+            continue;
+        }
+        if (pl->kind[v] != V_INPUT)
+            continue;
+        int k = pl->input_of[v];
+        reel_buffer *b = inputs[k];
+        if (b->mem && pl->vk && vk_exec_device_only(pl->vk, &pl->g, pl->skip, v)) {
+            vk_exec_bind(pl->vk, v, b->mem);
+            pl->t[v].data = NULL;
+            continue;
+        }
+        if (b->mem) {
+            uint8_t *scratch = NULL;
+            size_t scratch_size = 0;
+            b = copies[k] = reel_buffer_to_host(b, &scratch, &scratch_size, NULL, error);
+            g_free(scratch);
+            if (!b)
+                return REEL_EIO;
+        }
+        pl->t[v].data = b->data;
     }
+    return 0;
+}
+
+static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **error)
+{
+    int rc = 0;
     if (s->threads > 1 && !s->workers)
         s->workers = reel_workers_create(s->threads);
     reel_blas_set_threads(1);
@@ -533,8 +582,6 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
         .scratch_size = pl->scratch_bytes,
     };
     g_array_set_size(s->times, 0);
-    if (pl->vk)
-        vk_exec_begin(pl->vk);
     const reel_ir_graph *g = &pl->g;
     for (guint i = 0; i < g->nodes->len; i++) {
         if (pl->skip[i])

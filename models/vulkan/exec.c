@@ -12,6 +12,7 @@ struct vk_exec {
     bool *on_device;     // per node
     const char **why;    // per node kept on the cpu: the reason
     reel_mem **mem;      // per value: its device memory, or NULL
+    reel_mem **bound;    // per value: memory given for this run instead (borrowed)
     bool *constant;      // per value: uploaded once, valid for every run
     bool *dev_valid, *host_valid;
     int device_nodes, cpu_nodes, partitions;
@@ -161,8 +162,8 @@ static int place(vk_exec *x, const vk_exec_params *params, const reel_ir_graph *
     summarize(x, g, skip);
     if (params->strict && x->cpu_nodes) {
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
-                    "placement=strict: %d node%s would run on the cpu, not on %s: %s", x->cpu_nodes, x->cpu_nodes == 1 ? "" : "s", reel_device_info_of(x->ctx.dev)->spec,
-                    x->reasons->str);
+                    "placement=strict: %d node%s would run on the cpu, not on %s: %s", x->cpu_nodes,
+                    x->cpu_nodes == 1 ? "" : "s", reel_device_info_of(x->ctx.dev)->spec, x->reasons->str);
         return REEL_EUNSUPPORTED;
     }
     return 0;
@@ -179,6 +180,7 @@ vk_exec *vk_exec_new(const vk_exec_params *params, const reel_ir_graph *g, const
     x->on_device = g_new0(bool, x->n_nodes + 1);
     x->why = g_new0(const char *, x->n_nodes + 1);
     x->mem = g_new0(reel_mem *, x->n_values + 1);
+    x->bound = g_new0(reel_mem *, x->n_values + 1);
     x->constant = g_new0(bool, x->n_values + 1);
     x->dev_valid = g_new0(bool, x->n_values + 1);
     x->host_valid = g_new0(bool, x->n_values + 1);
@@ -211,6 +213,7 @@ void vk_exec_free(vk_exec **px)
     g_free(x->on_device);
     g_free(x->why);
     g_free(x->mem);
+    g_free(x->bound);
     g_free(x->constant);
     g_free(x->dev_valid);
     g_free(x->host_valid);
@@ -224,8 +227,32 @@ bool vk_exec_on_device(const vk_exec *x, int node)
     return x->on_device[node];
 }
 
+bool vk_exec_device_only(const vk_exec *x, const reel_ir_graph *g, const bool *skip, int v)
+{
+    for (int i = 0; i < x->n_nodes; i++) {
+        if (skip[i])
+            continue;
+        const reel_ir_node *n = reel_ir_node_at(g, i);
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] == v && !x->on_device[i])
+                return false;
+    }
+    for (guint k = 0; k < g->outputs->len; k++)
+        if (g_array_index(g->outputs, int, k) == v)
+            return false; // an input that is also an output comes back to the host
+    return true;
+}
+
+void vk_exec_bind(vk_exec *x, int v, reel_mem *m)
+{
+    x->bound[v] = m;
+    x->dev_valid[v] = true;
+    x->host_valid[v] = false;
+}
+
 void vk_exec_begin(vk_exec *x)
 {
+    memset(x->bound, 0, sizeof(reel_mem *) * (size_t)x->n_values);
     for (int v = 0; v < x->n_values; v++) {
         x->host_valid[v] = true; // inputs and constants are; the rest once made
         if (!x->constant[v])
@@ -258,7 +285,7 @@ int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, 
         shapes[k] = views[v];
         if (!x->constant[v])
             shapes[k].data = NULL;
-        tin[k] = (vk_tensor){ x->mem[v], &shapes[k] };
+        tin[k] = (vk_tensor){ x->bound[v] ? x->bound[v] : x->mem[v], &shapes[k] };
         in[k] = &tin[k];
     }
     for (int k = 0; k < n->n_outputs; k++) {

@@ -28,6 +28,11 @@ bool vk_exec_on_device(const vk_exec *x, int node);
 
 // Before each run: values other than constants hold nothing on the device.
 void vk_exec_begin(vk_exec *x);
+// Whether every node that reads value v runs on the device (then a graph
+// input already in device memory can be used where it is).
+bool vk_exec_device_only(const vk_exec *x, const reel_ir_graph *g, const bool *skip, int v);
+// For this run, value v is `m` (a graph input in this device's memory).
+void vk_exec_bind(vk_exec *x, int v, reel_mem *m);
 // Runs node i on the device; views[] are the host views (inputs' data there
 // when they were made on the host; uploaded as needed).
 int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, GError **error);

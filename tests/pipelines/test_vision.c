@@ -253,6 +253,27 @@ static void test_decode_to_preprocess_moves_only_the_tensor(void **state)
     g_free(path);
 }
 
+// Decode, preprocess and the model all on vulkan:0: the tensor stays on the
+// device; only the model's outputs come back for the cpu elements after it.
+static void test_model_input_stays_on_the_device(void **state)
+{
+    (void)state;
+    char *path = clip("h264.mp4");
+    char *text = g_strdup_printf("device=vulkan:0 source location=%s ! decode ! preprocess "
+                                 "! infer model=%s/colour.onnx ! collect_frames",
+                                 path, getenv("REEL_TEST_MODELS") ? getenv("REEL_TEST_MODELS") : "models");
+    reel_pipeline *p = run_ok(text);
+    reel_element_report r = report_of(p, "infer0");
+    assert_true(r.buffers_out > 0);
+    assert_int_equal(r.bytes_to_device, 0);
+    assert_int_equal(r.bytes_to_host, r.buffers_out * 3 * 4); // the [1, 3] output of each frame
+    assert_non_null(strstr(r.reason, "all 3 nodes on the device"));
+    reel_pipeline_destroy(&p);
+    clear_collected();
+    g_free(text);
+    g_free(path);
+}
+
 // Every collected tensor of two runs agrees within tol.
 static void run_and_compare(const char *a, const char *b, float tol)
 {
@@ -469,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_decode_into_device_memory),
         cmocka_unit_test(test_hardware_decoding_falls_back_with_a_reason),
         cmocka_unit_test(test_decode_to_preprocess_moves_only_the_tensor),
+        cmocka_unit_test(test_model_input_stays_on_the_device),
         cmocka_unit_test(test_preprocess_cpu_and_vulkan_agree),
         cmocka_unit_test(test_preprocess_takes_its_shape_from_downstream),
         cmocka_unit_test(test_overlay_is_the_same_on_both_devices),
