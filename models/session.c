@@ -594,15 +594,20 @@ static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = n->outputs[k] >= 0 ? &pl->t[n->outputs[k]] : NULL;
         gint64 t0 = s->profile ? g_get_monotonic_time() : 0;
-        if (pl->vk && vk_exec_on_device(pl->vk, (int)i))
+        bool on_device = pl->vk && vk_exec_on_device(pl->vk, (int)i);
+        if (on_device) {
+            vk_exec_set_profile(pl->vk, s->profile);
             rc = vk_exec_node(pl->vk, g, (int)i, pl->t, error);
-        else if (!(rc = cpu_inputs(pl, n, error)))
+        } else if (!(rc = cpu_inputs(pl, n, error))) {
             rc = op->run(n, in, out, &ctx);
-        if (!rc && pl->vk && !vk_exec_on_device(pl->vk, (int)i))
+        }
+        if (!rc && pl->vk && !on_device)
             for (int k = 0; k < n->n_outputs; k++)
                 vk_exec_host_made(pl->vk, n->outputs[k]);
         if (s->profile) {
-            reel_session_node_time nt = { n->name, n->op, (g_get_monotonic_time() - t0) * 1e-6 };
+            // Device nodes: their dispatches' time on the device (timestamp queries).
+            double secs = on_device ? vk_exec_node_ns(pl->vk) * 1e-9 : (g_get_monotonic_time() - t0) * 1e-6;
+            reel_session_node_time nt = { n->name, n->op, secs };
             g_array_append_val(s->times, nt);
         }
         if (rc) {

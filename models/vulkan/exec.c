@@ -298,6 +298,7 @@ int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, 
         tout[k] = (vk_tensor){ x->mem[v], &shapes[n->n_inputs + k] };
         out[k] = &tout[k];
     }
+    x->ctx.profile_ns = 0;
     if ((rc = vk_op_find(n->op)->run(&x->ctx, n, in, out)) < 0) {
         g_set_error(error, REEL_ERROR, rc, "node %s (%s) failed on %s: %s", n->name, n->op,
                     reel_device_info_of(x->ctx.dev)->spec, reel_strerror(rc));
@@ -326,6 +327,18 @@ int vk_exec_to_host(vk_exec *x, int v, reel_tensor *view, GError **error)
     x->to_host += (int64_t)view->nbytes;
     x->host_valid[v] = true;
     return 0;
+}
+
+void vk_exec_set_profile(vk_exec *x, bool on)
+{
+    if (on)
+        reel_batch_submit(x->ctx.batch, NULL); // what was gathered goes untimed
+    x->ctx.profile = on;
+}
+
+int64_t vk_exec_node_ns(const vk_exec *x)
+{
+    return x->ctx.profile_ns;
 }
 
 void vk_exec_host_made(vk_exec *x, int v)

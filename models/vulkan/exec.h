@@ -36,6 +36,10 @@ void vk_exec_bind(vk_exec *x, int v, reel_mem *m);
 // Runs node i on the device; views[] are the host views (inputs' data there
 // when they were made on the host; uploaded as needed).
 int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, GError **error);
+// Profiling: each dispatch timed on the device (and submitted alone);
+// vk_exec_node_ns() is the device time of the last node run.
+void vk_exec_set_profile(vk_exec *x, bool on);
+int64_t vk_exec_node_ns(const vk_exec *x);
 // Makes value v's host view current (a download when the device made it).
 int vk_exec_to_host(vk_exec *x, int v, reel_tensor *view, GError **error);
 // A cpu node made value v: the device's copy, if any, is stale.

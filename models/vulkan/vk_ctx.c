@@ -25,7 +25,16 @@ int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, 
     // (kernels index gl_GlobalInvocationID.x + y * gl_NumWorkGroups.x * local).
     p.groups[0] = (uint32_t)MIN(groups, 65535);
     p.groups[1] = (uint32_t)((groups + 65534) / 65535);
-    return ctx->batch ? reel_batch_dispatch(ctx->batch, kernel, &p) : reel_kernel_dispatch(kernel, &p, NULL);
+    if (!ctx->profile)
+        return ctx->batch ? reel_batch_dispatch(ctx->batch, kernel, &p) : reel_kernel_dispatch(kernel, &p, NULL);
+    // Timed: from the device's timestamp queries, waiting for each.
+    p.timestamp = true;
+    uint64_t point = 0;
+    int64_t ns = 0;
+    int rc = reel_kernel_dispatch(kernel, &p, &point);
+    if (rc == 0 && reel_device_dispatch_time(ctx->dev, point, &ns) == 0)
+        ctx->profile_ns += ns;
+    return rc;
 }
 
 const vk_op *vk_op_find(const char *name)

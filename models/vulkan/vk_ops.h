@@ -26,6 +26,8 @@ typedef struct vk_ctx {
     GHashTable *kernels; // name -> reel_kernel *
     reel_mem *dummy;
     reel_batch *batch;   // when set, dispatches gather here for one submission
+    bool profile;        // time each dispatch on the device (one submission each)
+    int64_t profile_ns;  // device time of the dispatches since it was last zeroed
 } vk_ctx;
 
 // The kernel called `name` (gpu/kernel.c's table), created once per ctx;
