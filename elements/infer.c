@@ -36,7 +36,7 @@ typedef struct infer_priv {
 
 static const reel_enum_value precisions[] = {
     { "fp32", PRECISION_FP32, "32-bit floats" },
-    { "fp16", PRECISION_FP16, "16-bit floats (GPU kernels; not on the cpu yet)" },
+    { "fp16", PRECISION_FP16, "16-bit floats (not yet: reel's kernels are fp32)" },
     { NULL },
 };
 
@@ -85,7 +85,8 @@ static int load(reel_element *e)
         return reel_element_error(e, REEL_EUNSUPPORTED, "model %s has %d inputs; infer feeds models of one input",
                                   s->ref.path, reel_model_n_inputs(s->model));
     if (s->precision == PRECISION_FP16)
-        return reel_element_error(e, REEL_EUNSUPPORTED, "precision=fp16 needs GPU kernels; the cpu runs fp32");
+        return reel_element_error(e, REEL_EUNSUPPORTED, "precision=fp16 is not supported yet: reel's kernels "
+                                  "(cpu and Vulkan) run fp32");
     if (s->batch > 1 && in->dims[0] > 0 && in->dims[0] != s->batch)
         return reel_element_error(e, REEL_EINVAL, "batch=%d but model %s's input %s takes a batch of %" G_GINT64_FORMAT,
                                   s->batch, s->ref.path, in->name, in->dims[0]);
