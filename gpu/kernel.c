@@ -29,6 +29,8 @@ NN_SHADER(nn_copy)
 NN_SHADER(nn_binary)
 NN_SHADER(nn_unary)
 NN_SHADER(nn_softmax)
+NN_SHADER(nn_resize)
+NN_SHADER(nn_pad)
 #undef NN_SHADER
 
 #define DESC(n, nbuf, w, push, local)                                                                 \
@@ -53,6 +55,9 @@ const reel_kernel_desc reel_kernel_descs[] = {
     NN_DESC(nn_binary, 3, 1u << 2, 88, 256),
     NN_DESC(nn_unary, 2, 1u << 1, 16, 256),
     NN_DESC(nn_softmax, 2, 1u << 1, 16, 64),
+    // models/vulkan/ops_resize.c's resize_push, pad_push.
+    NN_DESC(nn_resize, 2, 1u << 1, 72, 256),
+    NN_DESC(nn_pad, 2, 1u << 1, 88, 256),
 };
 const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
 

@@ -53,6 +53,7 @@ typedef struct vk_op {
 // The op table (NULL-terminated), by family; vk_op_find looks one up.
 extern const vk_op *const vk_ops_nn[];    // models/vulkan/ops_nn.c: Conv, Gemm, MatMul, pools
 extern const vk_op *const vk_ops_basic[]; // models/vulkan/ops_basic.c: elementwise, copies, Softmax
+extern const vk_op *const vk_ops_resize[]; // models/vulkan/ops_resize.c: Resize, Upsample, Pad
 const vk_op *vk_op_find(const char *name);
 
 // Activation codes the nn kernels share with reel_ir_node.fused (see
