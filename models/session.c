@@ -621,6 +621,10 @@ static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **
         if ((rc = vk_exec_to_host(pl->vk, v, &pl->t[v], error)) < 0)
             return rc;
     }
+    // Nothing of this run waits to be submitted when the next one writes
+    // its inputs.
+    if (pl->vk && (rc = vk_exec_end(pl->vk, error)) < 0)
+        return rc;
     for (guint k = 0; k < g->outputs->len; k++) {
         const reel_tensor *t = &pl->t[g_array_index(g->outputs, int, k)];
         reel_buffer *b = reel_buffer_new(t->nbytes);

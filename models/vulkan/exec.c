@@ -341,6 +341,15 @@ int64_t vk_exec_node_ns(const vk_exec *x)
     return x->ctx.profile_ns;
 }
 
+int vk_exec_end(vk_exec *x, GError **error)
+{
+    int rc = x->ctx.batch ? reel_batch_submit(x->ctx.batch, NULL) : 0;
+    if (rc < 0)
+        g_set_error(error, REEL_ERROR, rc, "submitting to %s failed: %s", reel_device_info_of(x->ctx.dev)->spec,
+                    reel_strerror(rc));
+    return rc;
+}
+
 void vk_exec_host_made(vk_exec *x, int v)
 {
     if (v >= 0) {

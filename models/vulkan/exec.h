@@ -42,6 +42,8 @@ void vk_exec_set_profile(vk_exec *x, bool on);
 int64_t vk_exec_node_ns(const vk_exec *x);
 // Makes value v's host view current (a download when the device made it).
 int vk_exec_to_host(vk_exec *x, int v, reel_tensor *view, GError **error);
+// After a run: submits what the run left gathered.
+int vk_exec_end(vk_exec *x, GError **error);
 // A cpu node made value v: the device's copy, if any, is stale.
 void vk_exec_host_made(vk_exec *x, int v);
 
