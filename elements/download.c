@@ -1,7 +1,5 @@
 // download: device memory -> host memory. Pipelines insert one wherever a
 // GPU element feeds a cpu element; the bytes it moves are in the report.
-#include <string.h>
-
 #include "reel/reel.h"
 
 typedef struct download_priv {

@@ -191,7 +191,7 @@ static void note_placement(reel_element *e)
 // The tensor as the session takes it: itself when in host memory or (a
 // session on the device, one tensor at a time) in the device's memory; else
 // read back from the device.
-static reel_buffer *host_tensor(reel_element *e, reel_buffer *t, bool device_ok)
+static reel_buffer *session_input(reel_element *e, reel_buffer *t, bool device_ok)
 {
     if (!t->mem || device_ok)
         return reel_buffer_ref(t);
@@ -309,7 +309,7 @@ static int run_batch(reel_element *e)
         return 0;
     GPtrArray *host = g_ptr_array_new_with_free_func(NULL);
     for (int i = 0; i < n && rc == 0; i++) {
-        reel_buffer *h = host_tensor(e, s->pending->pdata[i], s->on_device && n == 1);
+        reel_buffer *h = session_input(e, s->pending->pdata[i], s->on_device && n == 1);
         if (!h)
             rc = reel_element_error(e, REEL_EIO, "cannot read the input tensor back from the device");
         else
@@ -352,18 +352,18 @@ static int run_batch(reel_element *e)
 static int run_one(reel_element *e, reel_buffer *tensor, reel_buffer **outputs)
 {
     infer_priv *s = reel_element_priv(e);
-    reel_buffer *host = host_tensor(e, tensor, s->on_device);
-    if (!host)
+    reel_buffer *input = session_input(e, tensor, s->on_device);
+    if (!input)
         return reel_element_error(e, REEL_EIO, "cannot read the input tensor back from the device");
     GError *err = NULL;
-    int rc = reel_session_run(s->session, &host, outputs, &err);
+    int rc = reel_session_run(s->session, &input, outputs, &err);
     if (rc < 0) {
         rc = reel_element_error(e, rc, "%s", err->message);
         g_error_free(err);
     } else {
         note_placement(e);
     }
-    reel_buffer_unref(&host);
+    reel_buffer_unref(&input);
     return rc;
 }
 

@@ -1,7 +1,5 @@
 // upload: host memory -> device memory. Pipelines insert one wherever a cpu
 // element feeds a GPU element; the bytes it moves are in the report.
-#include <string.h>
-
 #include "reel/reel.h"
 
 typedef struct upload_priv {

@@ -21,12 +21,6 @@ struct vk_exec {
     GString *summary;    // the same by op: "Concat x11: why"
 };
 
-static void kernel_destroy(gpointer k)
-{
-    reel_kernel *kernel = k;
-    reel_kernel_destroy(&kernel);
-}
-
 // Ops kept on the cpu on request ($REEL_VULKAN_CPU_OPS="Concat,Softmax"):
 // for tests of partitioning, and to work around a kernel.
 static bool kept_on_cpu(const char *op)
@@ -173,8 +167,6 @@ vk_exec *vk_exec_new(const vk_exec_params *params, const reel_ir_graph *g, const
                      const bool *skip, GError **error)
 {
     vk_exec *x = g_new0(vk_exec, 1);
-    x->ctx.dev = reel_device_ref(params->dev);
-    x->ctx.kernels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kernel_destroy);
     x->n_nodes = (int)g->nodes->len;
     x->n_values = (int)g->values->len;
     x->on_device = g_new0(bool, x->n_nodes + 1);
@@ -188,12 +180,12 @@ vk_exec *vk_exec_new(const vk_exec_params *params, const reel_ir_graph *g, const
     x->summary = g_string_new(NULL);
     for (int v = 0; v < x->n_values; v++)
         x->constant[v] = views[v].data != NULL;
-    x->ctx.dummy = reel_mem_new(x->ctx.dev, reel_mem_params(.size = 16, .domain = REEL_MEM_DEVICE), error);
+    int rc = vk_ctx_init(&x->ctx, params->dev, error);
     // A partition's dispatches go to the device in one submission
     // (REEL_VULKAN_BATCH=0: one each, to compare).
-    if (g_strcmp0(g_getenv("REEL_VULKAN_BATCH"), "0") != 0)
+    if (rc == 0 && g_strcmp0(g_getenv("REEL_VULKAN_BATCH"), "0") != 0)
         x->ctx.batch = reel_batch_new(x->ctx.dev);
-    if (!x->ctx.dummy || place(x, params, g, views, skip, error) < 0)
+    if (rc < 0 || place(x, params, g, views, skip, error) < 0)
         vk_exec_free(&x);
     return x;
 }
@@ -206,10 +198,7 @@ void vk_exec_free(vk_exec **px)
         return;
     for (int v = 0; v < x->n_values; v++)
         reel_mem_unref(&x->mem[v]);
-    reel_batch_free(&x->ctx.batch);
-    reel_mem_unref(&x->ctx.dummy);
-    g_hash_table_destroy(x->ctx.kernels);
-    reel_device_unref(&x->ctx.dev);
+    vk_ctx_clear(&x->ctx);
     g_free(x->on_device);
     g_free(x->why);
     g_free(x->mem);

@@ -4,6 +4,36 @@
 
 #include "models/vulkan/vk_ops.h"
 
+static void kernel_destroy(gpointer k)
+{
+    reel_kernel *kernel = k;
+    reel_kernel_destroy(&kernel);
+}
+
+int vk_ctx_init(vk_ctx *ctx, reel_device *dev, GError **error)
+{
+    *ctx = (vk_ctx){ .dev = reel_device_ref(dev) };
+    ctx->kernels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kernel_destroy);
+    ctx->dummy = reel_mem_new(dev, reel_mem_params(.size = 16, .domain = REEL_MEM_DEVICE), error);
+    if (!ctx->dummy)
+        return REEL_ENOMEM_DEVICE;
+    static const float zero[4];
+    int rc = reel_mem_upload(ctx->dummy, 0, zero, sizeof zero, NULL);
+    if (rc < 0)
+        g_set_error(error, REEL_ERROR, rc, "%s: %s", reel_device_info_of(dev)->spec, reel_strerror(rc));
+    return rc;
+}
+
+void vk_ctx_clear(vk_ctx *ctx)
+{
+    reel_batch_free(&ctx->batch);
+    reel_mem_unref(&ctx->dummy);
+    if (ctx->kernels)
+        g_hash_table_destroy(ctx->kernels);
+    ctx->kernels = NULL;
+    reel_device_unref(&ctx->dev);
+}
+
 reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error)
 {
     reel_kernel *k = g_hash_table_lookup(ctx->kernels, name);

@@ -30,6 +30,12 @@ typedef struct vk_ctx {
     int64_t profile_ns;  // device time of the dispatches since it was last zeroed
 } vk_ctx;
 
+// Sets up ctx on dev (a reference; no batch): the kernel table and the
+// zeroed dummy buffer. 0, or an error code with *error set. vk_ctx_clear
+// undoes it (and frees a batch the caller set).
+int vk_ctx_init(vk_ctx *ctx, reel_device *dev, GError **error);
+void vk_ctx_clear(vk_ctx *ctx);
+
 // The kernel called `name` (gpu/kernel.c's table), created once per ctx;
 // NULL with *error set when the device refuses it.
 reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error);

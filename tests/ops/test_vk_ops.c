@@ -465,12 +465,6 @@ static void unsupported(void **state)
     assert_false(supports(&gm, 3, in, 1, out));
 }
 
-static void kernel_free(gpointer k)
-{
-    reel_kernel *kk = k;
-    reel_kernel_destroy(&kk);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -481,21 +475,18 @@ static int setup(void **state)
         g_clear_error(&error);
         return -1;
     }
-    ctx.dev = dev;
-    ctx.kernels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kernel_free);
-    ctx.dummy = reel_mem_new(dev, reel_mem_params(.size = 16, .domain = REEL_MEM_DEVICE), &error);
-    if (!ctx.dummy)
-        return -1;
-    float zero[4] = { 0 };
-    return reel_mem_upload(ctx.dummy, 0, zero, sizeof zero, NULL);
+    if (vk_ctx_init(&ctx, dev, &error) == 0)
+        return 0;
+    fprintf(stderr, "%s\n", error->message);
+    g_error_free(error);
+    return -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
     reel_device_wait(dev, 0);
-    g_clear_pointer(&ctx.kernels, g_hash_table_destroy);
-    reel_mem_unref(&ctx.dummy);
+    vk_ctx_clear(&ctx);
     reel_device_unref(&dev);
     return 0;
 }

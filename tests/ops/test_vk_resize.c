@@ -383,12 +383,6 @@ static void summary(void **state)
 
 // ---- fixture ------------------------------------------------------------------
 
-static void kernel_free(gpointer p)
-{
-    reel_kernel *k = p;
-    reel_kernel_destroy(&k);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -399,17 +393,17 @@ static int setup(void **state)
         g_error_free(error);
         return -1;
     }
-    ctx.dev = dev;
-    ctx.kernels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kernel_free);
-    ctx.dummy = reel_mem_new(dev, reel_mem_params(.size = 16, .domain = REEL_MEM_DEVICE), &error);
-    return ctx.dummy ? 0 : -1;
+    if (vk_ctx_init(&ctx, dev, &error) == 0)
+        return 0;
+    fprintf(stderr, "%s\n", error->message);
+    g_error_free(error);
+    return -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    g_hash_table_destroy(ctx.kernels);
-    reel_mem_unref(&ctx.dummy);
+    vk_ctx_clear(&ctx);
     reel_device_unref(&dev);
     // Messages can come from any call, teardown included.
     return reel_device_validation_messages() == 0 ? 0 : -1;
