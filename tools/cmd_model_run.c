@@ -18,7 +18,7 @@ static const char run_usage[] =
     "                      [--device SPEC] [--strict] [--device-memory-limit BYTES] [--threads N]\n";
 static const char bench_usage[] =
     "usage: reel model bench MODEL.onnx [--device SPEC] [--threads N] [--runs N] [--profile] [--slowest N]\n"
-    "  --profile    time per op type\n"
+    "  --profile    time per op type (the sum of its nodes' median times)\n"
     "  --slowest N  the N nodes that take longest, by name\n";
 
 static const struct { reel_dtype dt; const char *descr; } npy_types[] = {
@@ -315,8 +315,9 @@ static int cmp_double(const void *a, const void *b)
 typedef struct op_time {
     const char *op;
     const char *name; // per-node rows
-    double seconds;
+    double seconds;  // median per run x runs
     int nodes;
+    double *samples; // per-node rows: each run's time
 } op_time;
 
 static int by_time(const void *a, const void *b)
@@ -411,18 +412,26 @@ int cmd_model_bench(int argc, char **argv)
                 op_time *nd = &g_array_index(nodes, op_time, k);
                 nd->op = t[k].op;
                 nd->name = t[k].node;
-                nd->seconds += t[k].seconds;
-                op_time *o = g_hash_table_lookup(ops, t[k].op);
-                if (!o) {
-                    o = g_new0(op_time, 1);
-                    o->op = t[k].op;
-                    g_hash_table_insert(ops, (char *)t[k].op, o);
-                }
-                o->seconds += t[k].seconds;
-                if (r == 0)
-                    o->nodes++;
+                if (!nd->samples)
+                    nd->samples = g_new0(double, runs);
+                nd->samples[r] = t[k].seconds;
             }
         }
+    }
+    // Each node's median over the runs (the machine may be shared), and per
+    // op type the sum of its nodes' medians.
+    for (guint k = 0; k < nodes->len; k++) {
+        op_time *nd = &g_array_index(nodes, op_time, k);
+        qsort(nd->samples, (size_t)runs, sizeof *nd->samples, cmp_double);
+        nd->seconds = nd->samples[runs / 2] * runs;
+        op_time *o = g_hash_table_lookup(ops, nd->op);
+        if (!o) {
+            o = g_new0(op_time, 1);
+            o->op = nd->op;
+            g_hash_table_insert(ops, (char *)nd->op, o);
+        }
+        o->seconds += nd->seconds;
+        o->nodes++;
     }
     qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
     printf("%s: %d runs, %d threads, BLAS %s\n", model_path, runs,
@@ -467,6 +476,8 @@ fail:
     free_buffers(out, n_out);
     g_free(lat);
     g_hash_table_destroy(ops);
+    for (guint k = 0; k < nodes->len; k++)
+        g_free(g_array_index(nodes, op_time, k).samples);
     g_array_free(nodes, TRUE);
     reel_session_destroy(&s);
     reel_model_unref(&m);

@@ -6,6 +6,7 @@
 // (depthwise, weight-heavy GEMMs), spread over the session's threads. The
 // epilogue adds bias and the residual (ir.h) and applies the fused
 // activation in one pass over each tile.
+#include "models/cpu/depthwise.h"
 #include "models/cpu/microgemm.h"
 #include "models/cpu/nn.h"
 
@@ -337,68 +338,6 @@ static dw_interior_fn dw_interior_pick(int64_t k, int64_t s)
     return s == 1 ? dw_interior_5_1 : s == 2 ? dw_interior_5_2 : dw_interior_5_0;
 }
 
-// Stride 1 over a zero-padded copy of the channel, xp[(OH+K-1) rows, wp
-// columns] plus K + 16 zeros for the last vector's overhang: outputs are computed at the padded width too, so
-// one flat loop covers the whole plane (rows of 7 or 14 columns are too short
-// to vectorize one by one) and yp's extra columns are dropped afterwards.
-#define DW_FLAT(K)                                                                                      \
-    __attribute__((target_clones("avx512f", "avx2,fma", "default"))) static void dw_flat_##K(             \
-        const float *restrict xp, int64_t wp, const float *wt, float *restrict yp, int64_t n, float bias) \
-    {                                                                                                  \
-        float w[K * K];                                                                                \
-        memcpy(w, wt, sizeof w);                                                                       \
-        for (int64_t q = 0; q < n; q++) {                                                              \
-            float acc = bias;                                                                          \
-            for (int i = 0; i < K; i++)                                                                \
-                for (int j = 0; j < K; j++)                                                            \
-                    acc += w[i * K + j] * xp[q + i * wp + j];                                          \
-            yp[q] = acc;                                                                               \
-        }                                                                                              \
-    }
-DW_FLAT(3)
-DW_FLAT(5)
-
-// Floats depthwise_flat needs for its padded input and output planes.
-static size_t dw_flat_floats(const nn_window *w)
-{
-    int64_t wp = w->in[2] + w->pb[2] + w->pe[2], hp = w->in[1] + w->pb[1] + w->pe[1];
-    return (size_t)(hp * wp + w->k[2] + 16 + w->out[1] * wp + 16);
-}
-
-static bool dw_flat_ok(const nn_window *w)
-{
-    return w->s[1] == 1 && w->s[2] == 1 && w->d[1] == 1 && w->d[2] == 1 && w->k[1] == w->k[2] &&
-           (w->k[2] == 3 || w->k[2] == 5);
-}
-
-static void depthwise_flat(const float *x, const float *wt, float *y, const nn_window *w, float bias,
-                           const conv_epi *e, const float *res, float *buf)
-{
-    int64_t H = w->in[1], W = w->in[2], OH = w->out[1], OW = w->out[2], k = w->k[2];
-    int64_t pt = w->pb[1], pl = w->pb[2], wp = W + pl + w->pe[2], hp = H + pt + w->pe[1];
-    float *xp = buf, *yp = buf + hp * wp + k + 16;
-    zero_run(xp, pt * wp);
-    for (int64_t h = 0; h < H; h++) {
-        float *row = xp + (pt + h) * wp;
-        zero_run(row, pl);
-        copy_run(row + pl, x + h * W, W);
-        zero_run(row + pl + W, w->pe[2]);
-    }
-    zero_run(xp + (pt + H) * wp, (hp - pt - H) * wp + k + 16);
-    // Whole vectors of outputs, the last beyond the plane: small planes
-    // (7x9 padded) would spend more in the scalar tail than in the vectors.
-    int64_t n = (OH * wp + 15) / 16 * 16;
-    (k == 3 ? dw_flat_3 : dw_flat_5)(xp, wp, wt, yp, n, bias);
-    // The activation over the padded plane in one pass, vectors only; a
-    // residual has the output's layout, so then it comes after.
-    if (!res)
-        epi_row(e, 0, NULL, yp, n);
-    for (int64_t oh = 0; oh < OH; oh++)
-        copy_run(y + oh * OW, yp + oh * wp, OW);
-    if (res)
-        epi_row(e, 0, res, y, OH * OW);
-}
-
 static void depthwise(const float *x, const float *wt, float *y, const nn_window *w, float bias, const float *zero,
                       const conv_epi *e, const float *res)
 {
@@ -463,6 +402,8 @@ typedef struct conv_job {
     int kind;
     const float *X, *Wt, *bias, *R, *zero;
     float *Y, *scratch;
+    nn_dw_plan dw;      // DW: the fast path's plan, when dw_fast
+    bool dw_fast;
     int64_t tiles;      // tasks per (image, group)
     int64_t per_tile;   // PW, COL: columns; COL_M: output channels; DW: groups per task
 } conv_job;
@@ -475,17 +416,27 @@ static void conv_task(void *arg, int task, int worker)
         // Tasks over (image, run of groups); each group one input channel.
         int64_t groups = (c->G + j->per_tile - 1) / j->per_tile;
         int64_t b = task / groups, g0 = task % groups * j->per_tile, g1 = MIN(c->G, g0 + j->per_tile);
-        float *buf = dw_flat_ok(&c->w) ? g_new(float, dw_flat_floats(&c->w)) : NULL;
+        float *buf = j->dw_fast ? g_new(float, j->dw.scratch) : NULL;
+        if (buf)
+            nn_dw_prepare(&j->dw, buf);
         for (int64_t g = g0; g < g1; g++) {
             const float *x = j->X + (b * c->C + g) * c->Pin;
             for (int64_t m = g * c->Mg; m < (g + 1) * c->Mg; m++) {
                 int64_t o = (b * c->M + m) * c->P;
                 float bias = j->bias ? j->bias[m] : 0;
                 const float *res = j->R ? j->R + o : NULL;
-                if (buf)
-                    depthwise_flat(x, j->Wt + m * c->K, j->Y + o, &c->w, bias, &j->e, res, buf);
-                else
+                if (buf) {
+                    // Relu and Clip go into the kernel's stores; a residual
+                    // or another activation takes a pass after it.
+                    bool fuse = !res && (j->e.act == ACT_RELU || j->e.act == ACT_CLIP);
+                    nn_dw_act a = { !fuse ? NN_ACT_NONE : j->e.act == ACT_RELU ? NN_ACT_RELU : NN_ACT_CLIP,
+                                    j->e.lo, j->e.hi };
+                    nn_dw_run(&j->dw, x, j->Wt + m * c->K, bias, &a, j->Y + o, buf);
+                    if (!fuse)
+                        epi_row(&j->e, 0, res, j->Y + o, c->P);
+                } else {
                     depthwise(x, j->Wt + m * c->K, j->Y + o, &c->w, bias, j->zero, &j->e, res);
+                }
             }
         }
         g_free(buf);
@@ -550,6 +501,7 @@ static void conv_plan(const conv_geom *c, int threads, conv_job *j)
 {
     if (conv_depthwise(c)) {
         j->kind = CONV_DW;
+        j->dw_fast = nn_dw_plan_init(&c->w, &j->dw);
         // About 4 tasks per thread, so a slow thread does not hold the rest.
         j->per_tile = MAX(1, c->G / (4 * threads));
         j->tiles = 1;

@@ -211,6 +211,18 @@ static void conv_random(void **state)
         { 16, 8, 1, 3, 1, 1, 1, 1, 1, 1, 37, 37 }, // im2col tiles starting and ending inside rows
         { 4, 6, 1, 3, 2, 1, 1, 1, 1, 1, 99, 99 }, // im2col stride 2, several tiles
         { 7, 7, 7, 3, 1, 1, 1, 1, 1, 1, 7, 7 },   // depthwise 7x7: padded plane computed in whole vectors
+        { 5, 5, 5, 3, 1, 1, 0, 2, 2, 0, 11, 23 }, // depthwise "same", pads all on one side
+        { 4, 4, 4, 5, 1, 1, 2, 2, 2, 2, 7, 7 },   // depthwise 5x5 "same" on a 7x7 plane
+        { 3, 3, 3, 5, 1, 1, 1, 3, 3, 1, 6, 33 },  // depthwise 5x5 "same", uneven pads
+        { 6, 6, 6, 3, 2, 1, 1, 1, 1, 1, 15, 17 }, // depthwise stride 2, odd sizes
+        { 6, 6, 6, 3, 2, 1, 0, 0, 1, 1, 14, 14 }, // depthwise stride 2, pads after only
+        { 3, 3, 3, 5, 2, 1, 4, 0, 3, 4, 9, 12 },  // depthwise 5x5 stride 2, pads up to k - 1
+        { 2, 2, 2, 3, 2, 1, 1, 1, 1, 1, 1, 31 },  // depthwise stride 2, one row
+        { 3, 6, 3, 3, 2, 1, 1, 1, 1, 1, 12, 12 }, // depthwise stride 2 with multiplier 2
+        { 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 6, 37 },  // depthwise by rows, a partial vector at the end
+        { 2, 2, 2, 3, 1, 1, 0, 1, 2, 1, 5, 32 },  // depthwise by rows, pads 0 above and 2 below
+        { 3, 3, 3, 3, 2, 1, 0, 1, 1, 1, 7, 33 },  // depthwise by rows, stride 2, odd width
+        { 2, 2, 2, 3, 2, 1, 1, 1, 1, 0, 6, 64 },  // depthwise by rows, stride 2, no pad on the right
     };
     for (size_t t = 0; t < G_N_ELEMENTS(cases); t++) {
         const int64_t *k = cases[t];
