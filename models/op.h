@@ -16,6 +16,12 @@ typedef struct reel_exec_ctx {
     struct reel_workers *workers;
     void *scratch;               // per-session scratch memory (im2col and the like)
     size_t scratch_size;
+    // Data a kernel derives from its constant inputs (weights in another
+    // layout), kept from run to run: *state starts NULL, a kernel may set it
+    // to g_malloc'd memory, which is g_free'd with the plan. Only inputs
+    // whose bit is set in const_inputs are the same on every run.
+    void **state;
+    uint32_t const_inputs;       // bit k: input k is a constant of the model
 } reel_exec_ctx;
 
 typedef struct reel_op {

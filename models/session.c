@@ -33,6 +33,8 @@ typedef struct plan {
     GPtrArray *owned;         // reel_tensor * made while planning
     size_t arena_bytes, scratch_bytes;
     vk_exec *vk;              // the nodes on a Vulkan device, or NULL
+    void **state;             // per node (n_state): reel_exec_ctx.state
+    guint n_state;
 } plan;
 
 struct reel_session {
@@ -55,6 +57,9 @@ static void plan_free(gpointer p)
     plan *pl = p;
     if (!pl)
         return;
+    for (guint i = 0; i < pl->n_state; i++)
+        g_free(pl->state[i]);
+    g_free(pl->state);
     if (pl->g.values)
         for (guint i = 0; i < pl->g.values->len; i++)
             g_free(pl->g.values->pdata[i]); // shallow copies: names belong to the model
@@ -593,6 +598,13 @@ static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **
             in[k] = n->inputs[k] >= 0 ? &pl->t[n->inputs[k]] : NULL;
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = n->outputs[k] >= 0 ? &pl->t[n->outputs[k]] : NULL;
+        if (!pl->state)
+            pl->state = g_new0(void *, pl->n_state = g->nodes->len);
+        ctx.state = &pl->state[i];
+        ctx.const_inputs = 0;
+        for (int k = 0; k < n->n_inputs && k < 32; k++)
+            if (n->inputs[k] >= 0 && pl->kind[n->inputs[k]] == V_CONST)
+                ctx.const_inputs |= 1u << k;
         gint64 t0 = s->profile ? g_get_monotonic_time() : 0;
         bool on_device = pl->vk && vk_exec_on_device(pl->vk, (int)i);
         if (on_device) {

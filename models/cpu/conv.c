@@ -8,6 +8,7 @@
 // activation in one pass over each tile.
 #include "models/cpu/depthwise.h"
 #include "models/cpu/microgemm.h"
+#include "models/cpu/winograd.h"
 #include "models/cpu/nn.h"
 
 extern const reel_op nn_op_gemm, nn_op_matmul, nn_op_batchnorm, nn_op_maxpool, nn_op_averagepool,
@@ -152,6 +153,9 @@ static size_t conv_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_t
         return 0;
     if (conv_pointwise(&c) || conv_depthwise(&c))
         return 0;
+    nn_wino_plan wp;
+    if (c.G == 1 && nn_wino_plan_init(c.C, c.M, &c.w, &wp)) // with room for weights that are not constants
+        return (nn_wino_weights_floats(&wp) + nn_wino_scratch(&wp)) * sizeof(float);
     return (size_t)(c.K * c.P) * sizeof(float);
 }
 
@@ -523,11 +527,56 @@ static void conv_plan(const conv_geom *c, int threads, conv_job *j)
     j->tiles = (c->P + j->per_tile - 1) / j->per_tile;
 }
 
+// Winograd's output rows: bias, residual and activation (conv_epi) as
+// they are written.
+typedef struct wino_epi {
+    const conv_epi *e;
+    const float *bias, *res; // res: this image's residual
+    int64_t OH, OW;
+} wino_epi;
+
+static void wino_row(void *arg, int64_t m, float *row, int64_t oh, int64_t len)
+{
+    const wino_epi *w = arg;
+    epi_row(w->e, w->bias ? w->bias[m] : 0, w->res ? w->res + (m * w->OH + oh) * w->OW : NULL, row, len);
+}
+
+// 3x3 stride-1 convs of one group by Winograd, image by image.
+static int conv_winograd(const conv_geom *c, const nn_wino_plan *wp, const reel_ir_node *n,
+                         reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
+{
+    size_t uf = nn_wino_weights_floats(wp);
+    if (ctx->scratch_size < (uf + nn_wino_scratch(wp)) * sizeof(float))
+        return REEL_EINTERNAL;
+    // Weights that are constants are transformed once and kept with the plan.
+    bool keep = ctx->state && ctx->const_inputs & 2;
+    float *U = keep ? *ctx->state : NULL, *scratch = ctx->scratch;
+    if (!U) {
+        U = keep ? (*ctx->state = g_new(float, uf)) : scratch;
+        nn_wino_weights(wp, in[1]->data, U, ctx);
+    }
+    if (!keep)
+        scratch += uf;
+    conv_epi e;
+    epi_init(n, &e);
+    const float *R = n->n_inputs > 3 && in[3] ? in[3]->data : NULL;
+    wino_epi we = { &e, n->n_inputs > 2 && in[2] ? in[2]->data : NULL, NULL, wp->OH, wp->OW };
+    for (int64_t b = 0; b < c->N; b++) {
+        we.res = R ? R + b * c->M * c->P : NULL;
+        nn_wino_run(wp, (const float *)in[0]->data + b * c->C * c->Pin, U, (float *)out[0]->data + b * c->M * c->P,
+                    scratch, ctx, wino_row, &we);
+    }
+    return 0;
+}
+
 static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     conv_geom c;
     if (conv_geom_init(n, in[0]->rank, in[0]->shape, in[1]->shape, &c, NULL))
         return REEL_EINVAL;
+    nn_wino_plan wp;
+    if (c.G == 1 && nn_wino_plan_init(c.C, c.M, &c.w, &wp))
+        return conv_winograd(&c, &wp, n, in, out, ctx);
     bool pw = conv_pointwise(&c), dw = conv_depthwise(&c);
     if (!pw && !dw && ctx->scratch_size < (size_t)(c.K * c.P) * sizeof(float))
         return REEL_EINTERNAL;

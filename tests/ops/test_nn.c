@@ -223,6 +223,10 @@ static void conv_random(void **state)
         { 2, 2, 2, 3, 1, 1, 0, 1, 2, 1, 5, 32 },  // depthwise by rows, pads 0 above and 2 below
         { 3, 3, 3, 3, 2, 1, 0, 1, 1, 1, 7, 33 },  // depthwise by rows, stride 2, odd width
         { 2, 2, 2, 3, 2, 1, 1, 1, 1, 0, 6, 64 },  // depthwise by rows, stride 2, no pad on the right
+        { 16, 16, 1, 3, 1, 1, 1, 1, 1, 1, 15, 15 }, // Winograd, an odd number of outputs
+        { 8, 12, 1, 3, 1, 1, 0, 2, 1, 0, 14, 17 },  // Winograd, uneven pads
+        { 9, 8, 1, 3, 1, 1, 0, 0, 0, 0, 16, 20 },   // Winograd, no pads
+        { 8, 8, 1, 3, 1, 1, 2, 2, 2, 2, 12, 12 },   // Winograd, pads of 2
     };
     for (size_t t = 0; t < G_N_ELEMENTS(cases); t++) {
         const int64_t *k = cases[t];
