@@ -17,6 +17,7 @@ typedef struct reel_kernel_desc {
     uint32_t default_local_size;
     const uint32_t *spirv;  // embedded by the build (gpu/shaders/*.comp)
     const size_t *spirv_size; // bytes
+    int n_constants;        // specialization constants it takes beyond the workgroup size (ids 1..n)
     // The cpu backend's version: same semantics over whole workgroups.
     void (*cpu)(void *const *buffers, const void *push, const uint32_t groups[3], uint32_t local_size);
 } reel_kernel_desc;
@@ -45,6 +46,15 @@ typedef struct reel_device_fns {
     // Optional: n checked dispatches in one submission, in order.
     int (*dispatch_batch)(reel_device *dev, reel_kernel *const *k, const reel_dispatch_params *p, int n,
                           uint64_t *point);
+    // Optional, all three or none: n checked dispatches recorded once into
+    // *rec; submit_recorded submits that recording again (the same k and p
+    // arrays passed, for the buffers' points); free_recorded releases it
+    // once its submissions are done. Without them a recording is replayed
+    // through dispatch_batch.
+    int (*record_batch)(reel_device *dev, reel_kernel *const *k, const reel_dispatch_params *p, int n, void **rec);
+    int (*submit_recorded)(reel_device *dev, void *rec, reel_kernel *const *k, const reel_dispatch_params *p, int n,
+                           uint64_t *point);
+    void (*free_recorded)(reel_device *dev, void *rec);
 } reel_device_fns;
 
 struct reel_device {
@@ -78,12 +88,24 @@ struct reel_mem {
     _Atomic uint64_t ready, busy;
     void *host;             // persistent mapping when host-visible, else NULL
     void *priv;             // the backend's
+    // A view (reel_mem_new_view): bytes [offset, offset + size) of parent,
+    // referenced. Its priv is the parent's; its points are the parent's.
+    reel_mem *parent;
+    size_t offset;
 };
+
+// The mem whose backing and timeline points m uses: itself, or a view's parent.
+static inline reel_mem *reel_mem_root_(reel_mem *m)
+{
+    return m->parent ? m->parent : m;
+}
 
 struct reel_kernel {
     reel_device *dev;       // referenced
     const reel_kernel_desc *desc;
     uint32_t local_size;
+    uint32_t constants[REEL_KERNEL_MAX_CONSTANTS]; // specialization constants 1..n_constants
+    uint32_t n_constants;
     _Atomic uint64_t last;  // point of the last dispatch
     void *priv;
 };

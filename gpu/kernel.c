@@ -23,6 +23,7 @@ SHADER(overlay)
     extern const uint32_t reel_spv_##name[];                                                       \
     extern const size_t reel_spv_##name##_size;
 NN_SHADER(nn_conv2d)
+NN_SHADER(nn_conv2d_tiled)
 NN_SHADER(nn_gemm)
 NN_SHADER(nn_pool2d)
 NN_SHADER(nn_copy)
@@ -31,6 +32,14 @@ NN_SHADER(nn_unary)
 NN_SHADER(nn_softmax)
 NN_SHADER(nn_resize)
 NN_SHADER(nn_pad)
+NN_SHADER(nn_compare)
+NN_SHADER(nn_where)
+NN_SHADER(nn_cast)
+NN_SHADER(nn_gather)
+NN_SHADER(nn_fill)
+NN_SHADER(nn_reduce)
+NN_SHADER(nn_convtranspose)
+NN_SHADER(nn_batchnorm)
 #undef NN_SHADER
 
 #define DESC(n, nbuf, w, push, local)                                                                 \
@@ -39,6 +48,10 @@ NN_SHADER(nn_pad)
 #define NN_DESC(n, nbuf, w, push, local)                                                              \
     { .name = #n, .n_buffers = nbuf, .writes = w, .push_size = push, .default_local_size = local,               \
       .spirv = reel_spv_##n, .spirv_size = &reel_spv_##n##_size, .cpu = NULL }
+// One that takes specialization constants 1..nconst (its tile sizes, say).
+#define NN_DESC_SPEC(n, nbuf, w, push, local, nconst)                                                  \
+    { .name = #n, .n_buffers = nbuf, .writes = w, .push_size = push, .default_local_size = local,     \
+      .spirv = reel_spv_##n, .spirv_size = &reel_spv_##n##_size, .cpu = NULL, .n_constants = nconst }
 
 const reel_kernel_desc reel_kernel_descs[] = {
     DESC(saxpy, 2, 1u << 1, 8, 64),
@@ -48,6 +61,8 @@ const reel_kernel_desc reel_kernel_descs[] = {
     DESC(overlay, 3, 1u << 0, 40, 64),
     // Push sizes: models/vulkan/ops_nn.c's conv_push, gemm_push, pool_push.
     NN_DESC(nn_conv2d, 5, 1u << 4, 84, 64),
+    // Constants TM, TN, TK, RM, RN; local size (TM / RM) * (TN / RN): 16 x 16 for the defaults.
+    NN_DESC_SPEC(nn_conv2d_tiled, 5, 1u << 4, 84, 256, 5),
     NN_DESC(nn_gemm, 4, 1u << 3, 84, 64), // 64: its 8x8 tiles need it
     NN_DESC(nn_pool2d, 2, 1u << 1, 64, 64),
     // models/vulkan/ops_basic.c's copy_push, binary_push, unary_push, softmax_push.
@@ -58,6 +73,17 @@ const reel_kernel_desc reel_kernel_descs[] = {
     // models/vulkan/ops_resize.c's resize_push, pad_push.
     NN_DESC(nn_resize, 2, 1u << 1, 72, 256),
     NN_DESC(nn_pad, 2, 1u << 1, 88, 256),
+    // models/vulkan/ops_misc.c's compare_push, where_push, cast_push, gather_push, fill_push.
+    NN_DESC(nn_compare, 3, 1u << 2, 88, 256),
+    NN_DESC(nn_where, 4, 1u << 3, 112, 256),
+    NN_DESC(nn_cast, 2, 1u << 1, 16, 256),
+    NN_DESC(nn_gather, 3, 1u << 2, 32, 256),
+    NN_DESC(nn_fill, 1, 1u << 0, 128, 64),
+    // models/vulkan/ops_reduce.c's reduce_push (one workgroup per output; local size a power of 2 <= 256).
+    NN_DESC(nn_reduce, 2, 1u << 1, 120, 64),
+    // models/vulkan/ops_convt.c's convt_push, bn_push.
+    NN_DESC(nn_convtranspose, 4, 1u << 3, 108, 64),
+    NN_DESC(nn_batchnorm, 6, 1u << 5, 16, 256),
 };
 const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
 
@@ -86,6 +112,12 @@ reel_kernel *reel_kernel_create(reel_device *dev, const reel_kernel_params *para
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "kernel %s has no cpu version", desc->name);
         return NULL;
     }
+    if (params->n_constants > (uint32_t)desc->n_constants || params->n_constants > REEL_KERNEL_MAX_CONSTANTS ||
+        (params->n_constants && !params->constants)) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "kernel %s takes %d specialization constants, not %u",
+                    desc->name, desc->n_constants, params->n_constants);
+        return NULL;
+    }
     uint32_t local = params->local_size ? params->local_size : desc->default_local_size;
     if (local > dev->info.max_workgroup_invocations) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "kernel %s: local_size %u exceeds %s's limit of %u",
@@ -96,6 +128,9 @@ reel_kernel *reel_kernel_create(reel_device *dev, const reel_kernel_params *para
     k->dev = reel_device_ref(dev);
     k->desc = desc;
     k->local_size = local;
+    k->n_constants = params->n_constants;
+    if (params->n_constants)
+        memcpy(k->constants, params->constants, params->n_constants * sizeof *params->constants);
     if (dev->fns->kernel_create(k, error) < 0) {
         reel_device_unref(&k->dev);
         g_free(k);

@@ -111,6 +111,28 @@ done:
     return m;
 }
 
+reel_mem *reel_mem_new_view(reel_mem *parent, size_t offset, size_t size, GError **error)
+{
+    if (!parent || size == 0 || offset % REEL_MEM_VIEW_ALIGN || offset > parent->size ||
+        size > parent->size - offset) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "memory view: %zu bytes at %zu do not fit in %zu bytes, or the "
+                    "offset is not a multiple of %d", size, offset, parent ? parent->size : 0, REEL_MEM_VIEW_ALIGN);
+        return NULL;
+    }
+    reel_mem *root = reel_mem_root_(parent);
+    reel_mem *m = g_new0(reel_mem, 1);
+    m->dev = reel_device_ref(parent->dev);
+    m->size = size;
+    m->domain = parent->domain;
+    m->no_pool = true;
+    atomic_init(&m->refs, 1);
+    m->offset = parent->offset + offset;
+    m->parent = reel_mem_ref(root);
+    m->priv = root->priv;
+    m->host = root->host ? (char *)root->host + m->offset : NULL;
+    return m;
+}
+
 reel_mem *reel_mem_ref(reel_mem *m)
 {
     atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
@@ -124,6 +146,12 @@ void reel_mem_unref(reel_mem **pm)
     if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
         return;
     reel_device *dev = m->dev;
+    if (m->parent) { // a view: its bytes are the parent's
+        reel_mem_unref(&m->parent);
+        g_free(m);
+        reel_device_unref(&dev);
+        return;
+    }
     g_mutex_lock(&dev->lock);
     bool pooled = !m->no_pool && (!dev->budget || (uint64_t)atomic_load(&dev->stats.bytes_held) <= dev->budget);
     if (pooled) {
@@ -161,7 +189,7 @@ reel_device *reel_mem_device(const reel_mem *m)
 
 uint64_t reel_mem_ready_point(const reel_mem *m)
 {
-    return atomic_load(&m->ready);
+    return atomic_load(&(m->parent ? m->parent : m)->ready);
 }
 
 int reel_mem_map(reel_mem *m, unsigned flags, void **ptr)
@@ -169,7 +197,8 @@ int reel_mem_map(reel_mem *m, unsigned flags, void **ptr)
     if (!m->host || !(flags & (REEL_MAP_READ | REEL_MAP_WRITE)))
         return REEL_EUNSUPPORTED;
     // Reading needs the last write done; writing needs every use done.
-    uint64_t point = atomic_load(flags & REEL_MAP_WRITE ? &m->busy : &m->ready);
+    reel_mem *root = reel_mem_root_(m);
+    uint64_t point = atomic_load(flags & REEL_MAP_WRITE ? &root->busy : &root->ready);
     int err = point ? reel_device_wait(m->dev, point) : 0;
     if (err)
         return err;

@@ -216,10 +216,7 @@ fail:
     return rc;
 }
 
-typedef struct live {
-    int v, def, last;
-    size_t size;
-} live;
+typedef reel_arena_value live;
 
 static int by_size(const void *a, const void *b)
 {
@@ -229,7 +226,7 @@ static int by_size(const void *a, const void *b)
 
 // Greedy by size: largest first, each at the lowest offset that does not
 // overlap a placed value whose lifetime intersects its own.
-static size_t place(live *lv, int n, size_t *offset)
+size_t reel_arena_place(live *lv, int n, size_t *offset)
 {
     qsort(lv, (size_t)n, sizeof *lv, by_size);
     size_t peak = 0;
@@ -373,10 +370,8 @@ static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **er
             pl->input_of[vi] = (int)k;
         }
     }
-    pl->arena_bytes = place(lv, nl, pl->offset);
+    pl->arena_bytes = reel_arena_place(lv, nl, pl->offset);
     g_free(lv);
-    g_free(def);
-    g_free(last);
     // Scratch: the most any node asks for (kernels see shapes, no data yet).
     for (int i = 0; i < n_nodes; i++) {
         if (pl->skip[i])
@@ -396,11 +391,15 @@ static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **er
         g_free(in);
         g_free(out);
     }
+    // The device's arena from the same lifetimes.
     if (s->device) {
-        vk_exec_params vp = { s->device, s->strict, s->device_memory_limit };
-        if (!(pl->vk = vk_exec_new(&vp, g, pl->t, pl->skip, error)))
-            goto fail;
+        vk_exec_params vp = { s->device, s->strict, s->device_memory_limit, def, last };
+        pl->vk = vk_exec_new(&vp, g, pl->t, pl->skip, error);
     }
+    g_free(def);
+    g_free(last);
+    if (s->device && !pl->vk)
+        goto fail;
     return pl;
 fail:
     plan_free(pl);
@@ -480,7 +479,7 @@ void reel_session_placement_of(const reel_session *s, reel_session_placement *ou
     vk_exec_stats st;
     vk_exec_get_stats(s->last->vk, &st);
     *out = (reel_session_placement){ st.device_nodes, st.cpu_nodes, st.partitions, st.bytes_to_device,
-                                     st.bytes_to_host, st.cpu_reasons };
+                                     st.bytes_to_host, st.cpu_reasons, st.arena_bytes, st.recordings };
 }
 
 static char *plan_key(reel_session *s, reel_buffer *const *inputs)

@@ -114,9 +114,10 @@ static int cpu_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t 
     clock_gettime(CLOCK_MONOTONIC, &t1);
     uint64_t pt = atomic_fetch_add(&((cpu_priv *)k->dev->priv)->point, 1) + 1;
     for (int i = 0; i < k->desc->n_buffers; i++) {
+        reel_mem *m = reel_mem_root_(p->buffers[i]); // a view's points are its parent's
         if (k->desc->writes & (1u << i))
-            atomic_store(&p->buffers[i]->ready, pt);
-        atomic_store(&p->buffers[i]->busy, pt);
+            atomic_store(&m->ready, pt);
+        atomic_store(&m->busy, pt);
     }
     if (p->timestamp) {
         int64_t ns = (t1.tv_sec - t0.tv_sec) * INT64_C(1000000000) + (t1.tv_nsec - t0.tv_nsec);

@@ -81,6 +81,9 @@ static const reel_device_fns vk_device_fns = {
     .kernel_destroy = vk_kernel_destroy,
     .dispatch = vk_dispatch,
     .dispatch_batch = vk_dispatch_batch,
+    .record_batch = vk_record_batch,
+    .submit_recorded = vk_submit_recorded,
+    .free_recorded = vk_free_recorded,
 };
 
 static int fail(GError **error, int code, const reel_device_info *info, const char *what)

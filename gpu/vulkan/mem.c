@@ -136,22 +136,24 @@ static int staged_copy(reel_mem *m, size_t offset, void *host, size_t size, bool
         err = REEL_ENOMEM_DEVICE;
         goto done;
     }
-    VkBuffer sbuf = ((vk_buf *)staging->priv)->buf, mbuf = ((vk_buf *)m->priv)->buf;
+    // A view is copied within its parent, whose points it shares.
+    reel_mem *root = reel_mem_root_(m);
+    VkBuffer sbuf = ((vk_buf *)staging->priv)->buf, mbuf = ((vk_buf *)root->priv)->buf;
     VkBufferCopy region = {
-        .srcOffset = to_device ? 0 : offset,
-        .dstOffset = to_device ? offset : 0,
+        .srcOffset = to_device ? 0 : m->offset + offset,
+        .dstOffset = to_device ? m->offset + offset : 0,
         .size = size,
     };
     vkCmdCopyBuffer(cmd, to_device ? sbuf : mbuf, to_device ? mbuf : sbuf, 1, &region);
     // A write waits for every use of m; a read only for its last write.
-    uint64_t ready = atomic_load(&m->ready), busy = atomic_load(&m->busy), point = 0;
+    uint64_t ready = atomic_load(&root->ready), busy = atomic_load(&root->busy), point = 0;
     err = vk_submit_end(dev, cmd, to_device ? MAX(ready, busy) : ready, false, &point);
     if (!err) {
         if (to_device)
-            atomic_store(&m->ready, point);
+            atomic_store(&root->ready, point);
         else
             atomic_store(&staging->ready, point);
-        atomic_store(&m->busy, MAX(busy, point));
+        atomic_store(&root->busy, MAX(busy, point));
         atomic_store(&staging->busy, point);
     }
     vk_unlock(dev);

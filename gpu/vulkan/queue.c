@@ -22,15 +22,15 @@ static void reap(reel_device *dev)
                 reel_device_record_time_(dev, s->point, (int64_t)((double)ticks * vk->timestamp_period));
             }
         }
-        vkFreeCommandBuffers(vk->dev, vk->cmd_pool, 1, &s->cmd);
+        if (!s->kept)
+            vkFreeCommandBuffers(vk->dev, vk->cmd_pool, 1, &s->cmd);
         g_free(s);
     }
 }
 
-VkCommandBuffer vk_begin(reel_device *dev)
+void vk_throttle(reel_device *dev)
 {
     vk_priv *vk = vk_of(dev);
-    g_mutex_lock(&vk->submit_lock);
     reap(dev);
     vk_submit *oldest = g_queue_peek_head(&vk->in_flight);
     if (g_queue_get_length(&vk->in_flight) >= VK_MAX_IN_FLIGHT) {
@@ -44,6 +44,14 @@ VkCommandBuffer vk_begin(reel_device *dev)
         vkWaitSemaphores(vk->dev, &wi, UINT64_MAX);
         reap(dev);
     }
+}
+
+// Locks submit_lock and returns a command buffer begun with `flags`.
+static VkCommandBuffer begin(reel_device *dev, VkCommandBufferUsageFlags flags)
+{
+    vk_priv *vk = vk_of(dev);
+    g_mutex_lock(&vk->submit_lock);
+    vk_throttle(dev);
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkCommandBufferAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -53,7 +61,7 @@ VkCommandBuffer vk_begin(reel_device *dev)
     };
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+        .flags = flags,
     };
     if (vkAllocateCommandBuffers(vk->dev, &ai, &cmd) != VK_SUCCESS) {
         g_mutex_unlock(&vk->submit_lock);
@@ -63,14 +71,25 @@ VkCommandBuffer vk_begin(reel_device *dev)
     return cmd;
 }
 
+VkCommandBuffer vk_begin(reel_device *dev)
+{
+    return begin(dev, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+}
+
+// Pending more than once: a later submission may be queued (waiting on the
+// timeline) before the earlier one has run.
+VkCommandBuffer vk_begin_kept(reel_device *dev)
+{
+    return begin(dev, VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT);
+}
+
 uint32_t vk_next_query(reel_device *dev)
 {
     return (uint32_t)((vk_of(dev)->submitted + 1) % VK_QUERY_SLOTS) * 2;
 }
 
-int vk_submit_end(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool timed, uint64_t *point)
+VkResult vk_end(VkCommandBuffer cmd)
 {
-    vk_priv *vk = vk_of(dev);
     // The semaphore orders device work; host reads after a wait also need
     // the writes made visible to the host domain.
     VkMemoryBarrier host = {
@@ -80,7 +99,22 @@ int vk_submit_end(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool tim
     };
     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &host, 0, NULL, 0, NULL);
-    VkResult r = vkEndCommandBuffer(cmd);
+    return vkEndCommandBuffer(cmd);
+}
+
+int vk_submit_end(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool timed, uint64_t *point)
+{
+    VkResult r = vk_end(cmd);
+    if (r != VK_SUCCESS) {
+        vkFreeCommandBuffers(vk_of(dev)->dev, vk_of(dev)->cmd_pool, 1, &cmd);
+        return vk_error_code(r);
+    }
+    return vk_submit_cmd(dev, cmd, wait, timed, false, point);
+}
+
+int vk_submit_cmd(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool timed, bool kept, uint64_t *point)
+{
+    vk_priv *vk = vk_of(dev);
     uint64_t signal = vk->submitted + 1;
     // Waits on the device only for work not yet finished.
     uint64_t done = 0;
@@ -105,10 +139,10 @@ int vk_submit_end(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool tim
         .signalSemaphoreCount = 1,
         .pSignalSemaphores = &vk->timeline,
     };
-    if (r == VK_SUCCESS)
-        r = vkQueueSubmit(vk->queue, 1, &si, VK_NULL_HANDLE);
+    VkResult r = vkQueueSubmit(vk->queue, 1, &si, VK_NULL_HANDLE);
     if (r != VK_SUCCESS) {
-        vkFreeCommandBuffers(vk->dev, vk->cmd_pool, 1, &cmd);
+        if (!kept)
+            vkFreeCommandBuffers(vk->dev, vk->cmd_pool, 1, &cmd);
         return vk_error_code(r);
     }
     vk->submitted = signal;
@@ -116,9 +150,18 @@ int vk_submit_end(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool tim
     s->point = signal;
     s->cmd = cmd;
     s->timed = timed;
+    s->kept = kept;
     g_queue_push_tail(&vk->in_flight, s);
     *point = signal;
     return 0;
+}
+
+void vk_free_kept(reel_device *dev, VkCommandBuffer cmd)
+{
+    vk_priv *vk = vk_of(dev);
+    g_mutex_lock(&vk->submit_lock);
+    vkFreeCommandBuffers(vk->dev, vk->cmd_pool, 1, &cmd);
+    g_mutex_unlock(&vk->submit_lock);
 }
 
 void vk_unlock(reel_device *dev)

@@ -27,6 +27,7 @@ typedef struct vk_submit {
     uint64_t point;
     VkCommandBuffer cmd;
     bool timed;
+    bool kept;              // a recording's: freed by its owner, not when done
 } vk_submit;
 
 typedef struct vk_priv {
@@ -72,6 +73,15 @@ int vk_download(reel_mem *m, size_t offset, void *dst, size_t size);
 VkCommandBuffer vk_begin(reel_device *dev);
 int vk_submit_end(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool timed, uint64_t *point);
 void vk_unlock(reel_device *dev);
+// Recordings: vk_begin_kept begins (under submit_lock, as vk_begin) a
+// command buffer that may be submitted many times; vk_end ends it;
+// vk_submit_cmd (under submit_lock, after vk_throttle) submits an ended one,
+// kept or not; vk_free_kept frees a kept one whose submissions are done.
+VkCommandBuffer vk_begin_kept(reel_device *dev);
+VkResult vk_end(VkCommandBuffer cmd);
+void vk_throttle(reel_device *dev);
+int vk_submit_cmd(reel_device *dev, VkCommandBuffer cmd, uint64_t wait, bool timed, bool kept, uint64_t *point);
+void vk_free_kept(reel_device *dev, VkCommandBuffer cmd);
 // The timestamp query pair of the submission that will get the next point.
 uint32_t vk_next_query(reel_device *dev);
 int vk_wait(reel_device *dev, uint64_t point);
@@ -83,6 +93,10 @@ int vk_kernel_create(reel_kernel *k, GError **error);
 void vk_kernel_destroy(reel_kernel *k);
 int vk_dispatch(reel_kernel *k, const reel_dispatch_params *p, uint64_t *point);
 int vk_dispatch_batch(reel_device *dev, reel_kernel *const *k, const reel_dispatch_params *p, int n, uint64_t *point);
+int vk_record_batch(reel_device *dev, reel_kernel *const *k, const reel_dispatch_params *p, int n, void **rec);
+int vk_submit_recorded(reel_device *dev, void *rec, reel_kernel *const *k, const reel_dispatch_params *p, int n,
+                       uint64_t *point);
+void vk_free_recorded(reel_device *dev, void *rec);
 
 int vk_error_code(VkResult r); // the REEL_E* code for a VkResult
 const char *vk_result_name(VkResult r);

@@ -163,6 +163,20 @@ reel_mem *reel_mem_new(reel_device *dev, const reel_mem_params *params, GError *
 reel_mem *reel_mem_ref(reel_mem *m);
 void reel_mem_unref(reel_mem **m);
 
+// Views start at multiples of this: every Vulkan device binds a storage
+// buffer at such an offset (minStorageBufferOffsetAlignment is at most 256).
+#define REEL_MEM_VIEW_ALIGN 256
+
+// Bytes [offset, offset + size) of parent as a mem of their own: bound to
+// kernels, mapped and transferred like any mem, for several tensors in one
+// allocation. A view shares parent's ready and busy points, so work on any
+// view of one parent is ordered as work on the parent itself. Returns a new
+// reference that holds one on parent (a view of a view is a view of the
+// first's parent), or NULL with *error set: REEL_EINVAL for size 0, a range
+// outside parent or an offset that is not a multiple of REEL_MEM_VIEW_ALIGN.
+// Thread-safety: any thread.
+reel_mem *reel_mem_new_view(reel_mem *parent, size_t offset, size_t size, GError **error);
+
 size_t reel_mem_size(const reel_mem *m);
 reel_mem_domain reel_mem_domain_of(const reel_mem *m);
 reel_device *reel_mem_device(const reel_mem *m); // borrowed
@@ -204,10 +218,17 @@ int reel_mem_download(reel_mem *m, size_t offset, void *dst, size_t size, reel_x
 
 #define REEL_KERNEL_MAX_BUFFERS 8
 #define REEL_KERNEL_MAX_PUSH 128
+#define REEL_KERNEL_MAX_CONSTANTS 8
 
 typedef struct reel_kernel_params {
     const char *name;       // a built-in kernel: "saxpy", "reduce_sum", "fill", "preprocess", "overlay"
     uint32_t local_size;    // workgroup size (x); 0: the kernel's default
+    // Optional: specialization constants, constants[i] for constant_id i + 1
+    // (id 0 is the workgroup size); at most as many as the kernel takes (the
+    // built-ins above take none). Copied; kernels with different values are
+    // different pipelines.
+    const uint32_t *constants;
+    uint32_t n_constants;
 } reel_kernel_params;
 
 #define reel_kernel_params(...) (&(reel_kernel_params){ __VA_ARGS__ })
@@ -232,7 +253,8 @@ typedef struct reel_kernel_params {
 // Creates a kernel on dev (compiling through the device's on-disk pipeline
 // cache: $REEL_CACHE_DIR, else $XDG_CACHE_HOME/reel, else ~/.cache/reel).
 // Returns a kernel the caller destroys, or NULL with *error set (REEL_EINVAL
-// for an unknown name or a local_size beyond the device's limit).
+// for an unknown name, a local_size beyond the device's limit or more
+// constants than the kernel takes).
 // Thread-safety: any thread.
 reel_kernel *reel_kernel_create(reel_device *dev, const reel_kernel_params *params, GError **error);
 // Waits for the kernel's pending dispatches, frees it, sets *k to NULL. NULL-safe.
@@ -271,6 +293,28 @@ int reel_batch_dispatch(reel_batch *b, reel_kernel *k, const reel_dispatch_param
 // Submits the dispatches added since the last submission; *point (may be
 // NULL) gets the point after which all of them are done (0 when none).
 int reel_batch_submit(reel_batch *b, uint64_t *point);
+// Dispatches added since the last submission.
+int reel_batch_size(const reel_batch *b);
+
+// A recording: a batch's dispatches recorded once (one command buffer on
+// Vulkan) and submitted again as often as wanted, for work whose buffers,
+// push constants and sizes stay the same (a model's inference at one set of
+// shapes). Each submission waits on the GPU for its buffers' points and sets
+// them, as reel_batch_submit does. It holds its buffers and its device until
+// freed. Backends that cannot record run the dispatches again at each
+// submission. Thread-safety: one thread at a time per recording.
+typedef struct reel_recording reel_recording;
+// Takes the dispatches added to b since its last submission into a new
+// recording (b is left empty; nothing is submitted). NULL with *error set
+// when b holds none (REEL_EINVAL) or the device refuses (REEL_ENOMEM_DEVICE).
+reel_recording *reel_batch_record(reel_batch *b, GError **error);
+// Submits r; *point (may be NULL) gets the point after which it is done.
+// Returns 0 or REEL_ENOMEM_DEVICE / REEL_EDEVICE_LOST.
+int reel_recording_submit(reel_recording *r, uint64_t *point);
+int reel_recording_dispatches(const reel_recording *r);
+// Waits for r's submissions, then frees it and its references; sets *r to
+// NULL. NULL-safe.
+void reel_recording_free(reel_recording **r);
 
 // Waits for the dispatch at `point` and returns its execution time in *ns:
 // GPU timestamps on Vulkan, the function's wall time on the cpu backend.

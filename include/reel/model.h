@@ -83,6 +83,8 @@ typedef struct reel_session_placement {
     int device_nodes, cpu_nodes, partitions;
     int64_t bytes_to_device, bytes_to_host;
     const char *cpu_reasons; // "Concat x11 (why), ..." ("" when none), valid until the next run
+    int64_t device_arena_bytes; // device memory of the tensors made there, shared by lifetimes
+    int recordings;             // runs recorded for resubmission (one per set of bound inputs)
 } reel_session_placement;
 void reel_session_placement_of(const reel_session *s, reel_session_placement *out);
 

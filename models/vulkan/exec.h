@@ -2,7 +2,13 @@
 // partition), the device memory of the values they touch, and the copies at
 // the partition's edges. The session (models/session.c) walks the nodes and
 // asks, per node, to run it here or to have its inputs on the host.
-// Only models/ includes this.
+//
+// Memory: weights and the values that come from the host (graph inputs, cpu
+// nodes' outputs) have device memory of their own; the values the device
+// makes share one arena, laid out by their lifetimes. Submissions: the first
+// run records each stretch of dispatches between two host waits into a
+// command buffer; later runs with the same bound inputs upload what crosses
+// and resubmit those. Only models/ includes this.
 #ifndef REEL_MODELS_VULKAN_EXEC_H
 #define REEL_MODELS_VULKAN_EXEC_H
 
@@ -15,6 +21,9 @@ typedef struct vk_exec_params {
     reel_device *dev;
     bool strict;            // a node that cannot run on dev is an error, naming every such node
     uint64_t memory_limit;  // device bytes for this plan's tensors; 0: no limit. Nodes past it run on the cpu
+    // Per value: the node that makes it and the last that reads it (graph
+    // outputs: the node count), as the session's arena uses them.
+    const int *def, *last;
 } vk_exec_params;
 
 // Places the nodes of graph g (skip[i]: folded, not run) whose values have
@@ -36,8 +45,9 @@ void vk_exec_bind(vk_exec *x, int v, reel_mem *m);
 // Runs node i on the device; views[] are the host views (inputs' data there
 // when they were made on the host; uploaded as needed).
 int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, GError **error);
-// Profiling: each dispatch timed on the device (and submitted alone);
-// vk_exec_node_ns() is the device time of the last node run.
+// Profiling: each dispatch timed on the device (and submitted alone, so a
+// profiled run is never recorded); vk_exec_node_ns() is the device time of
+// the last node run.
 void vk_exec_set_profile(vk_exec *x, bool on);
 int64_t vk_exec_node_ns(const vk_exec *x);
 // Makes value v's host view current (a download when the device made it).
@@ -52,6 +62,8 @@ typedef struct vk_exec_stats {
     int device_nodes, cpu_nodes, partitions;
     int64_t bytes_to_device, bytes_to_host; // last run
     const char *cpu_reasons;                 // "Concat x11 (why), ..." (owned by x), "" when none
+    int64_t arena_bytes;                     // the arena of the values made on the device
+    int recordings;                          // runs recorded so far (a replayed run records nothing)
 } vk_exec_stats;
 void vk_exec_get_stats(const vk_exec *x, vk_exec_stats *out);
 

@@ -1,5 +1,5 @@
 // Conv, Gemm, MatMul and the pools on a Vulkan device: one dispatch each of
-// gpu/shaders/nn_conv2d.comp, nn_gemm.comp, nn_pool2d.comp, with the
+// gpu/shaders/nn_conv2d.comp (or nn_conv2d_tiled.comp), nn_gemm.comp, nn_pool2d.comp, with the
 // geometry worked out here (conv/pool windows by models/cpu/nn.h's
 // nn_window_init, so both backends agree on pads, auto_pad and ceil_mode).
 // What the kernels do not cover (3-D windows, MaxPool's indices, ranks
@@ -130,15 +130,16 @@ static bool conv_supports(const reel_ir_node *n, reel_tensor *const *in, reel_te
     return true;
 }
 
-static int conv_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out)
+// The push constants of both conv kernels; false when the geometry fails.
+static bool conv_push_of(const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out, conv_push *p)
 {
     const vk_tensor *x = in[0], *w = in[1], *b = vinput(n, in, 2), *r = vinput(n, in, 3);
     nn_window win;
     if (!conv_geom(n, x->t, w->t, &win))
-        return REEL_EINVAL;
+        return false;
     int64_t G = reel_ir_attr_int(n, "group", 1), M = w->t->shape[0];
     int64_t total = reel_tensor_count(out[0]->t->rank, out[0]->t->shape);
-    conv_push p = {
+    *p = (conv_push){
         .c = (int32_t)x->t->shape[1], .h = (int32_t)win.in[1], .w = (int32_t)win.in[2],
         .m = (int32_t)M, .oh = (int32_t)win.out[1], .ow = (int32_t)win.out[2],
         .cg = (int32_t)w->t->shape[1], .mg = (int32_t)(M / G),
@@ -147,8 +148,103 @@ static int conv_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk
         .flags = (b ? 1 : 0) | (r ? 2 : 0), .act = vk_act_of(n), .fa = n->fused_a, .fb = n->fused_b,
         .total = (int32_t)total,
     };
-    reel_mem *bufs[5] = { x->mem, w->mem, b ? b->mem : ctx->dummy, r ? r->mem : ctx->dummy, out[0]->mem };
-    return dispatch(ctx, "nn_conv2d", bufs, 5, &p, sizeof p, total);
+    return true;
+}
+
+static void conv_buffers(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out,
+                         reel_mem **bufs)
+{
+    const vk_tensor *b = vinput(n, in, 2), *r = vinput(n, in, 3);
+    bufs[0] = in[0]->mem;
+    bufs[1] = in[1]->mem;
+    bufs[2] = b ? b->mem : ctx->dummy;
+    bufs[3] = r ? r->mem : ctx->dummy;
+    bufs[4] = out[0]->mem;
+}
+
+// For a GPU: 64x64 output tiles from 16x16 invocations, 4x4 outputs each;
+// slices of 16 products (8.3 KiB of shared memory). Where too few of them
+// would cover the output to keep a large GPU's compute units busy (deep
+// layers at small resolutions: ResNet-18's last stage has 8), 32x32 tiles
+// from as many invocations, 2x2 outputs each: four times the workgroups.
+static const vk_conv_tiles conv_tiles_large = { .tm = 64, .tn = 64, .tk = 16, .rm = 4, .rn = 4 };
+static const vk_conv_tiles conv_tiles_small = { .tm = 32, .tn = 32, .tk = 16, .rm = 2, .rn = 2 };
+#define CONV_MIN_LARGE_TILES 128
+
+// Every device gives a workgroup this much shared memory (Vulkan's minimum
+// maxComputeSharedMemorySize).
+#define MIN_SHARED_BYTES 16384
+
+// One workgroup per tile of each group's [Mg, N*OH*OW] output.
+static int64_t conv_tile_count(const conv_push *p, const vk_conv_tiles *t)
+{
+    int64_t P = p->total / p->m, G = p->m / p->mg;
+    return G * ((p->mg + t->tm - 1) / t->tm) * ((P + t->tn - 1) / t->tn);
+}
+
+static int conv_tiled_dispatch(vk_ctx *ctx, const conv_push *p, reel_mem *const *bufs, const vk_conv_tiles *t)
+{
+    if (!t->tm || !t->tn || !t->tk || !t->rm || !t->rn || t->tm % t->rm || t->tn % t->rn ||
+        (uint64_t)t->tk * (t->tm + 1 + t->tn) * sizeof(float) > MIN_SHARED_BYTES)
+        return REEL_EINVAL;
+    uint64_t threads = (uint64_t)(t->tm / t->rm) * (t->tn / t->rn);
+    if (threads > reel_device_info_of(ctx->dev)->max_workgroup_invocations)
+        return REEL_EINVAL;
+    const uint32_t constants[5] = { t->tm, t->tn, t->tk, t->rm, t->rn };
+    GError *error = NULL;
+    reel_kernel *k = vk_ctx_kernel_spec(ctx, "nn_conv2d_tiled", (uint32_t)threads, constants, 5, &error);
+    if (!k) {
+        int code = error && error->code < 0 ? error->code : REEL_EUNSUPPORTED;
+        g_warning("%s", error ? error->message : "nn_conv2d_tiled");
+        g_clear_error(&error);
+        return code;
+    }
+    return vk_ctx_dispatch(ctx, k, bufs, 5, p, sizeof *p, (uint64_t)conv_tile_count(p, t) * threads);
+}
+
+static const vk_conv_tiles *conv_tiles_for(const conv_push *p)
+{
+    return conv_tile_count(p, &conv_tiles_large) >= CONV_MIN_LARGE_TILES ? &conv_tiles_large : &conv_tiles_small;
+}
+
+// Enough output channels per group, products per output and pixels to fill
+// the tiled kernel's tiles.
+static bool conv_tiled_wins(const conv_push *p)
+{
+    int64_t K = (int64_t)p->cg * p->kh * p->kw, P = p->total / p->m;
+    return p->mg >= 16 && K >= 16 && P >= 16;
+}
+
+// The tiled kernel stages slices of W and of the input windows in shared
+// memory so that each value read serves a whole tile row or column of
+// outputs; that pays when a group has enough output channels to share each
+// input value (Mg), enough products per output to fill the slices (K =
+// cg*kh*kw) and enough pixels to fill the tiles. Depthwise convs (cg = 1,
+// Mg = 1: K is one window of one channel, nothing to share across channels)
+// and small convs would leave most of a 64x64 tile idle: nn_conv2d.comp, one
+// output per invocation reading its window straight from memory, does less
+// work there.
+static int conv_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out)
+{
+    conv_push p;
+    reel_mem *bufs[5];
+    if (!conv_push_of(n, in, out, &p))
+        return REEL_EINVAL;
+    conv_buffers(ctx, n, in, out, bufs);
+    if (conv_tiled_wins(&p))
+        return conv_tiled_dispatch(ctx, &p, bufs, conv_tiles_for(&p));
+    return dispatch(ctx, "nn_conv2d", bufs, 5, &p, sizeof p, p.total);
+}
+
+int vk_conv_run_tiled(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out,
+                      const vk_conv_tiles *tiles)
+{
+    conv_push p;
+    reel_mem *bufs[5];
+    if (!conv_push_of(n, in, out, &p))
+        return REEL_EINVAL;
+    conv_buffers(ctx, n, in, out, bufs);
+    return conv_tiled_dispatch(ctx, &p, bufs, tiles);
 }
 
 static const vk_op op_conv = { "Conv", conv_supports, conv_run };

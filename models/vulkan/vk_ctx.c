@@ -42,6 +42,25 @@ reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error)
     return k;
 }
 
+reel_kernel *vk_ctx_kernel_spec(vk_ctx *ctx, const char *name, uint32_t local_size, const uint32_t *constants,
+                               uint32_t n_constants, GError **error)
+{
+    // "name/local/c1,c2,...": never a plain name, which has no '/'.
+    GString *key = g_string_new(name);
+    g_string_append_printf(key, "/%u/", local_size);
+    for (uint32_t i = 0; i < n_constants; i++)
+        g_string_append_printf(key, i ? ",%u" : "%u", constants[i]);
+    reel_kernel *k = g_hash_table_lookup(ctx->kernels, key->str);
+    if (k || !(k = reel_kernel_create(ctx->dev, reel_kernel_params(.name = name, .local_size = local_size,
+                                                                   .constants = constants,
+                                                                   .n_constants = n_constants), error))) {
+        g_string_free(key, TRUE);
+        return k;
+    }
+    g_hash_table_insert(ctx->kernels, g_string_free(key, FALSE), k);
+    return k;
+}
+
 int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, int n_buffers, const void *push,
                     size_t push_size, uint64_t invocations)
 {
@@ -69,7 +88,7 @@ int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, 
 
 const vk_op *vk_op_find(const char *name)
 {
-    const vk_op *const *tables[] = { vk_ops_nn, vk_ops_basic, vk_ops_resize };
+    const vk_op *const *tables[] = { vk_ops_nn, vk_ops_basic, vk_ops_resize, vk_ops_misc, vk_ops_reduce, vk_ops_convt };
     for (size_t t = 0; t < G_N_ELEMENTS(tables); t++)
         for (const vk_op *const *op = tables[t]; *op; op++)
             if (strcmp((*op)->name, name) == 0)

@@ -39,6 +39,11 @@ void vk_ctx_clear(vk_ctx *ctx);
 // The kernel called `name` (gpu/kernel.c's table), created once per ctx;
 // NULL with *error set when the device refuses it.
 reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error);
+// The same for a kernel that takes specialization constants: one per
+// (name, local_size, constants), created once per ctx. local_size 0: the
+// kernel's default.
+reel_kernel *vk_ctx_kernel_spec(vk_ctx *ctx, const char *name, uint32_t local_size, const uint32_t *constants,
+                               uint32_t n_constants, GError **error);
 
 // Dispatches `kernel` over `invocations` threads (one dimension; groups
 // computed from the kernel's local size; over 65535 groups spread into y).
@@ -60,7 +65,23 @@ typedef struct vk_op {
 extern const vk_op *const vk_ops_nn[];    // models/vulkan/ops_nn.c: Conv, Gemm, MatMul, pools
 extern const vk_op *const vk_ops_basic[]; // models/vulkan/ops_basic.c: elementwise, copies, Softmax
 extern const vk_op *const vk_ops_resize[]; // models/vulkan/ops_resize.c: Resize, Upsample, Pad
+// models/vulkan/ops_misc.c: Equal, Greater, Where, Cast, Gather, Shape, Constant, ConstantOfShape
+extern const vk_op *const vk_ops_misc[];
+extern const vk_op *const vk_ops_reduce[]; // models/vulkan/ops_reduce.c: ReduceSum, ReduceMean, ReduceMax
+extern const vk_op *const vk_ops_convt[];  // models/vulkan/ops_convt.c: ConvTranspose, BatchNormalization
 const vk_op *vk_op_find(const char *name);
+
+// Conv's tiled kernel (gpu/shaders/nn_conv2d_tiled.comp): TM x TN output
+// tiles (channels x pixels), TK-wide slices of the products, RM x RN per
+// invocation. Conv picks its own; vk_conv_run_tiled runs a Conv node that
+// Conv supports with the tiles given, so tests can compare tilings.
+// REEL_EINVAL for tiles the kernel cannot run (TM % RM, TN % RN, too many
+// invocations or too much shared memory).
+typedef struct vk_conv_tiles {
+    uint32_t tm, tn, tk, rm, rn;
+} vk_conv_tiles;
+int vk_conv_run_tiled(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out,
+                      const vk_conv_tiles *tiles);
 
 // Activation codes the nn kernels share with reel_ir_node.fused (see
 // nn_activate in models/cpu/blas.c for their meaning).

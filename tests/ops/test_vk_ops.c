@@ -79,10 +79,31 @@ static reel_mem *to_device(const reel_tensor *t)
     return m;
 }
 
+// Fills m with NaN (all bits set): an element a kernel leaves unwritten fails.
+static void poison(reel_mem *m, size_t size)
+{
+    void *nan = g_malloc(size);
+    memset(nan, 0xff, size);
+    assert_int_equal(reel_mem_upload(m, 0, nan, size, NULL), 0);
+    g_free(nan);
+}
+
+// Whether got is want within tol relative (tol absolute below 1); else fails naming the element.
+static void compare(const reel_tensor *got, const reel_tensor *want, float tol, const char *what, const char *with,
+                    const char *ref)
+{
+    const float *a = got->data, *b = want->data;
+    for (size_t i = 0; i < want->nbytes / 4; i++)
+        if (!(fabsf(a[i] - b[i]) <= tol * MAX(1.0f, fabsf(b[i]))))
+            fail_msg("%s: element %zu is %g on vulkan%s, %g %s", what, i, a[i], b[i], with, ref);
+}
+
 // Infers and runs the node on the cpu, runs it with its vk_op and compares
-// within 1e-4 relative (1e-4 absolute below 1). Takes the inputs (NULL:
-// omitted).
-static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
+// within 1e-4 relative (1e-4 absolute below 1); for a Conv also with each of
+// the n_tilings tilings of its tiled kernel, whose results must moreover
+// agree with each other within 1e-6. Takes the inputs (NULL: omitted).
+static void check_tilings(const opcall *c, int n_in, reel_tensor **in, const char *what, const vk_conv_tiles *tilings,
+                          int n_tilings)
 {
     const reel_op *op = reel_op_find(c->op);
     const vk_op *vop = vk_op_find(c->op);
@@ -108,6 +129,7 @@ static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
         fail_msg("%s: infer: %s", what, error->message);
     reel_ir_value *v = reel_ir_value_at(g, output);
     reel_tensor *want = reel_tensor_new(v->dtype, v->rank, v->dims), *got = reel_tensor_new(v->dtype, v->rank, v->dims);
+    reel_tensor *first = reel_tensor_new(v->dtype, v->rank, v->dims);
     reel_tensor *outs[1] = { want };
     reel_exec_ctx ectx = { .opset = g->opset, .threads = 1 };
     ectx.scratch_size = op->scratch ? op->scratch(&n, in, outs) : 0;
@@ -125,16 +147,29 @@ static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
             vt[i] = (vk_tensor){ to_device(in[i]), in[i] };
     }
     GError *err = NULL;
-    vo.mem = reel_mem_new(dev, reel_mem_params(.size = MAX(got->nbytes, 4), .domain = REEL_MEM_DEVICE), &err);
+    size_t out_size = MAX(got->nbytes, 4);
+    vo.mem = reel_mem_new(dev, reel_mem_params(.size = out_size, .domain = REEL_MEM_DEVICE), &err);
     assert_non_null(vo.mem);
     vk_tensor *vout[1] = { &vo };
+    poison(vo.mem, out_size);
     assert_int_equal(vop->run(&ctx, &n, vin, vout), 0);
     assert_int_equal(reel_mem_download(vo.mem, 0, got->data, got->nbytes, NULL), 0);
+    compare(got, want, 1e-4f, what, "", "on the cpu");
 
-    const float *a = got->data, *b = want->data;
-    for (size_t i = 0; i < want->nbytes / 4; i++)
-        if (!(fabsf(a[i] - b[i]) <= 1e-4f * MAX(1.0f, fabsf(b[i]))))
-            fail_msg("%s: element %zu is %g on vulkan, %g on the cpu", what, i, a[i], b[i]);
+    for (int ti = 0; ti < n_tilings; ti++) {
+        const vk_conv_tiles *t = &tilings[ti];
+        char with[64];
+        snprintf(with, sizeof with, " tiled %ux%ux%u by %ux%u", t->tm, t->tn, t->tk, t->rm, t->rn);
+        poison(vo.mem, out_size);
+        assert_int_equal(vk_conv_run_tiled(&ctx, &n, vin, vout, t), 0);
+        assert_int_equal(reel_mem_download(vo.mem, 0, got->data, got->nbytes, NULL), 0);
+        compare(got, want, 1e-4f, what, with, "on the cpu");
+        // Every tiling sums each output's products in the same order.
+        if (ti == 0)
+            memcpy(first->data, got->data, got->nbytes);
+        else
+            compare(got, first, 1e-6f, what, with, "with the first tiling");
+    }
 
     for (int i = 0; i < n_in; i++)
         if (in[i]) {
@@ -144,7 +179,13 @@ static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
     reel_mem_unref(&vo.mem);
     reel_tensor_free(&want);
     reel_tensor_free(&got);
+    reel_tensor_free(&first);
     reel_ir_graph_free(&g);
+}
+
+static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
+{
+    check_tilings(c, n_in, in, what, NULL, 0);
 }
 
 // ---- Conv
@@ -182,6 +223,29 @@ static void conv_random(void **state)
         { 1, 32, 28, 28, 64, 1, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .act = "Relu" },
         { 1, 32, 14, 14, 32, 32, 3, 3, .s = { 2, 2 }, .p = { 0, 0, 1, 1 }, .bias = true, .act = "Clip", .fa = 0, .fb = 6 },
         { 4, 8, 3, 3, 16, 2, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .res = true, .act = "Relu" },
+        // Shapes Conv runs tiled (16+ channels per group, 16+ products and pixels), mostly not tile multiples.
+        { 1, 3, 17, 19, 20, 1, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true },
+        { 2, 16, 9, 11, 33, 1, 3, 3, .s = { 2, 2 }, .p = { 0, 1, 2, 1 }, .bias = true, .act = "Relu" },
+        { 1, 36, 10, 10, 34, 2, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .res = true, .act = "Clip", .fa = -0.2f,
+          .fb = 0.7f },
+        { 1, 48, 7, 7, 48, 3, 1, 1, .bias = true, .act = "Sigmoid" },
+        { 1, 8, 15, 15, 24, 1, 3, 3, .d = { 2, 3 }, .p = { 2, 3, 1, 2 }, .res = true, .act = "SiLU" },
+        { 1, 16, 1, 40, 24, 1, 1, 5, .s = { 1, 2 }, .p = { 0, 2, 0, 1 }, .one_d = true, .bias = true,
+          .act = "HardSigmoid", .fa = 0.3f, .fb = 0.4f },
+        { 1, 3, 32, 32, 64, 1, 7, 7, .s = { 2, 2 }, .p = { 3, 3, 3, 3 }, .bias = true, .act = "Relu" },
+        { 1, 24, 12, 12, 96, 1, 1, 1, .bias = true, .act = "HardSwish" },
+        { 3, 8, 5, 5, 17, 1, 3, 3, .p = { 1, 1, 1, 1 }, .res = true },
+        { 1, 64, 6, 6, 70, 1, 3, 3, .p = { 1, 1, 1, 1 }, .bias = true, .res = true, .act = "Relu" },
+        { 1, 17, 13, 11, 19, 1, 4, 4, .s = { 2, 2 }, .auto_pad = "SAME_UPPER", .bias = true, .act = "HardSwish" },
+        { 2, 40, 6, 5, 40, 4, 3, 2, .s = { 1, 2 }, .d = { 2, 1 }, .p = { 2, 0, 1, 1 }, .res = true, .act = "SiLU" },
+        { 1, 18, 5, 5, 18, 1, 3, 3, .p = { 0, 0, 2, 2 }, .bias = true, .act = "HardSwish", .fa = 0.25f, .fb = 0.4f },
+    };
+    // Conv's two tilings, then small and uneven ones that put tile, slice
+    // and load edges everywhere (odd TM, TN, TK; slices whose loads do not
+    // divide among the invocations).
+    static const vk_conv_tiles tilings[] = {
+        { 64, 64, 16, 4, 4 }, { 32, 32, 16, 2, 2 }, { 8, 8, 4, 2, 2 }, { 12, 20, 5, 3, 5 }, { 32, 16, 8, 4, 2 },
+        { 64, 32, 8, 4, 2 }, { 4, 4, 3, 1, 1 },
     };
     for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
         const conv_case *k = &cases[ci];
@@ -230,7 +294,116 @@ static void conv_random(void **state)
         }
         char what[32];
         snprintf(what, sizeof what, "conv case %zu", ci);
-        check(&c, n_in, in, what);
+        check_tilings(&c, n_in, in, what, tilings, G_N_ELEMENTS(tilings));
+    }
+}
+
+// Specialization constants: kernels with different constants are distinct
+// cached kernels, the same constants the same one; more constants than a
+// kernel takes, or tiles the tiled kernel cannot run, are refused.
+static void conv_spec_constants(void **state)
+{
+    (void)state;
+    const uint32_t a[5] = { 64, 64, 16, 4, 4 }, b[5] = { 8, 8, 4, 2, 2 };
+    GError *error = NULL;
+    reel_kernel *ka = vk_ctx_kernel_spec(&ctx, "nn_conv2d_tiled", 256, a, 5, &error);
+    reel_kernel *kb = vk_ctx_kernel_spec(&ctx, "nn_conv2d_tiled", 16, b, 5, &error);
+    assert_non_null(ka);
+    assert_non_null(kb);
+    assert_ptr_not_equal(ka, kb);
+    assert_ptr_equal(vk_ctx_kernel_spec(&ctx, "nn_conv2d_tiled", 256, a, 5, &error), ka);
+    assert_int_equal(reel_kernel_local_size(kb), 16);
+    // Distinct from the plain kernel of that name.
+    assert_ptr_not_equal(vk_ctx_kernel(&ctx, "nn_conv2d_tiled", &error), ka);
+
+    const uint32_t six[6] = { 1, 2, 3, 4, 5, 6 };
+    assert_null(reel_kernel_create(dev, reel_kernel_params(.name = "nn_conv2d_tiled", .constants = six,
+                                                            .n_constants = 6), &error));
+    assert_int_equal(error->code, REEL_EINVAL);
+    g_clear_error(&error);
+    assert_null(reel_kernel_create(dev, reel_kernel_params(.name = "nn_conv2d", .constants = six, .n_constants = 1),
+                                   &error));
+    assert_int_equal(error->code, REEL_EINVAL);
+    g_clear_error(&error);
+
+    // A 1x1 conv whose tiled runs are refused before any dispatch.
+    unsigned seed = 77;
+    static const int64_t xs[4] = { 1, 4, 3, 3 }, ws[4] = { 4, 4, 1, 1 }, k1[2] = { 1, 1 };
+    opcall c = { .op = "Conv" };
+    attr_ints(&c, "kernel_shape", 2, k1);
+    reel_tensor *x = random_tensor(REEL_DTYPE_FLOAT32, 4, xs, &seed);
+    reel_tensor *w = random_tensor(REEL_DTYPE_FLOAT32, 4, ws, &seed), *y = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, xs);
+    vk_tensor vx = { to_device(x), x }, vw = { to_device(w), w }, vy = { to_device(y), y };
+    vk_tensor *vin[2] = { &vx, &vw }, *vout[1] = { &vy };
+    int inputs[2] = { 0, 1 }, output = 2;
+    reel_ir_node n = node_of(&c, inputs, 2, &output, 1);
+    static const vk_conv_tiles bad[] = {
+        { 8, 8, 4, 3, 2 },      // TM not a multiple of RM
+        { 8, 9, 4, 2, 2 },      // TN not a multiple of RN
+        { 0, 8, 4, 2, 2 },
+        { 64, 64, 2, 1, 2 },    // 2048 invocations
+        { 64, 64, 40, 4, 4 },   // 20 KiB of shared memory
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+        assert_int_equal(vk_conv_run_tiled(&ctx, &n, vin, vout, &bad[i]), REEL_EINVAL);
+    reel_mem_unref(&vx.mem);
+    reel_mem_unref(&vw.mem);
+    reel_mem_unref(&vy.mem);
+    reel_tensor_free(&x);
+    reel_tensor_free(&w);
+    reel_tensor_free(&y);
+}
+
+// Conv's choice of kernel: depthwise and small convs direct, larger ones
+// tiled, in 64x64 tiles where there are enough of them, else 32x32.
+static void conv_kernel_choice(void **state)
+{
+    (void)state;
+    static const struct { int64_t c, hw, m, g, k; const char *kernel; } cases[] = {
+        { 32, 12, 32, 32, 3, "nn_conv2d" }, // depthwise
+        { 4, 6, 8, 1, 1, "nn_conv2d" },     // 8 channels, 4 products per output
+        { 32, 12, 32, 4, 3, "nn_conv2d" },  // 8 channels per group
+        { 16, 12, 24, 1, 1, "nn_conv2d_tiled/256/32,32,16,2,2" },
+        { 3, 12, 16, 1, 3, "nn_conv2d_tiled/256/32,32,16,2,2" },
+        { 16, 91, 64, 1, 1, "nn_conv2d_tiled/256/64,64,16,4,4" }, // 130 tiles of 64x64
+    };
+    for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
+        vk_ctx fresh;
+        GError *error = NULL;
+        assert_int_equal(vk_ctx_init(&fresh, dev, &error), 0);
+        unsigned seed = 6000 + (unsigned)ci;
+        int64_t xs[4] = { 1, cases[ci].c, cases[ci].hw, cases[ci].hw };
+        int64_t ws[4] = { cases[ci].m, cases[ci].c / cases[ci].g, cases[ci].k, cases[ci].k };
+        int64_t ys[4] = { 1, cases[ci].m, cases[ci].hw - cases[ci].k + 1, cases[ci].hw - cases[ci].k + 1 };
+        int64_t kern[2] = { cases[ci].k, cases[ci].k };
+        opcall c = { .op = "Conv" };
+        attr_ints(&c, "kernel_shape", 2, kern);
+        attr_int(&c, "group", cases[ci].g);
+        reel_tensor *x = random_tensor(REEL_DTYPE_FLOAT32, 4, xs, &seed);
+        reel_tensor *w = random_tensor(REEL_DTYPE_FLOAT32, 4, ws, &seed);
+        reel_tensor *y = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, ys);
+        vk_tensor vx = { to_device(x), x }, vw = { to_device(w), w }, vy = { to_device(y), y };
+        vk_tensor *vin[2] = { &vx, &vw }, *vout[1] = { &vy };
+        int inputs[2] = { 0, 1 }, output = 2;
+        reel_ir_node n = node_of(&c, inputs, 2, &output, 1);
+        reel_tensor *tin[2] = { x, w }, *tout[1] = { y };
+        assert_true(vk_op_find("Conv")->supports(&n, tin, tout));
+        assert_int_equal(vk_op_find("Conv")->run(&fresh, &n, vin, vout), 0);
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init(&it, fresh.kernels);
+        while (g_hash_table_iter_next(&it, &key, NULL))
+            if (strcmp(key, cases[ci].kernel) != 0)
+                fail_msg("conv choice %zu: ran %s, not %s", ci, (const char *)key, cases[ci].kernel);
+        assert_int_equal(g_hash_table_size(fresh.kernels), 1);
+        reel_device_wait(dev, 0);
+        reel_mem_unref(&vx.mem);
+        reel_mem_unref(&vw.mem);
+        reel_mem_unref(&vy.mem);
+        reel_tensor_free(&x);
+        reel_tensor_free(&w);
+        reel_tensor_free(&y);
+        vk_ctx_clear(&fresh);
     }
 }
 
@@ -508,6 +681,8 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv_random),
+        cmocka_unit_test(conv_spec_constants),
+        cmocka_unit_test(conv_kernel_choice),
         cmocka_unit_test(gemm_random),
         cmocka_unit_test(matmul_random),
         cmocka_unit_test(pool_random),
