@@ -7,6 +7,7 @@
 
 extern const reel_element_class reel_appsink_class;
 extern const reel_element_class reel_appsrc_class;
+extern const reel_element_class reel_batch_class;
 extern const reel_element_class reel_capsfilter_class;
 extern const reel_element_class reel_classify_class;
 extern const reel_element_class reel_convert_class;
@@ -22,11 +23,13 @@ extern const reel_element_class reel_metasink_class;
 extern const reel_element_class reel_overlay_class;
 extern const reel_element_class reel_preprocess_class;
 extern const reel_element_class reel_queue_class;
+extern const reel_element_class reel_rate_class;
 extern const reel_element_class reel_sink_class;
 extern const reel_element_class reel_source_class;
 extern const reel_element_class reel_tee_class;
 extern const reel_element_class reel_testsrc_class;
 extern const reel_element_class reel_track_class;
+extern const reel_element_class reel_unbatch_class;
 extern const reel_element_class reel_upload_class;
 
 static const reel_element_class *const builtin[] = {
@@ -36,6 +39,7 @@ static const reel_element_class *const builtin[] = {
     &reel_metasink_class,   &reel_preprocess_class, &reel_queue_class,
     &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class, &reel_track_class,
     &reel_upload_class,     &reel_classify_class, &reel_detect_class,
+    &reel_batch_class,      &reel_unbatch_class,  &reel_rate_class,
 };
 
 // FFmpeg logs to stderr on its own; reel reports failures through its

@@ -94,6 +94,7 @@ static int start(reel_element *e)
     s->rgb_row = g_malloc((size_t)f->width * 3);
     // Pacing to the clock sleeps: that must not hold a worker of the pool.
     reel_element_set_blocking(e, s->is_live);
+    reel_element_set_live(e, s->is_live);
     return 0;
 }
 
@@ -234,14 +235,18 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     testsrc_priv *s = reel_element_priv(e);
     if (s->num_buffers >= 0 && s->frame >= s->num_buffers)
         return REEL_EOS;
+    int64_t due = 0;
     if (s->is_live && s->framerate.num > 0) {
-        int64_t due = s->start_us + s->frame * G_USEC_PER_SEC * s->framerate.den / s->framerate.num;
+        due = s->start_us + s->frame * G_USEC_PER_SEC * s->framerate.den / s->framerate.num;
         if (!reel_element_wait_until(e, due))
             return REEL_EOS;
     }
     reel_buffer *b = reel_element_alloc(e, 0);
     if (!b)
         return REEL_ENOMEM;
+    // Like a camera, a live source captures on its clock: a frame produced
+    // late (downstream held it up) counts as late from when it was due.
+    b->capture_ns = due * 1000;
     const reel_caps *f = &b->format;
     reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
     // Bars are the same on every row: draw one, copy it down each plane.

@@ -323,6 +323,7 @@ void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src)
     dst->time_base = src->time_base;
     dst->stream_id = src->stream_id;
     dst->frame_number = src->frame_number;
+    dst->capture_ns = src->capture_ns;
     dst->flags = src->flags;
     void *data;
     for (reel_meta *m = reel_buffer_next_meta(src, NULL, NULL, &data); m;

@@ -13,6 +13,7 @@ reel_element *reel_element_new(const reel_element_class *klass, const char *name
     e->name = g_strdup(name ? name : klass->name);
     e->priv = g_malloc0(klass->priv_size ? klass->priv_size : 1);
     e->expected_frames = -1;
+    e->stream_id_request = -1;
     e->inputs = g_ptr_array_new();
     e->outputs = g_ptr_array_new();
     g_cond_init(&e->wake);
@@ -41,6 +42,7 @@ void reel_element_destroy(reel_element **ep)
     g_free(e->in_want);
     g_free(e->out_format);
     g_free(e->in_eos);
+    g_free(e->latency);
     if (e->trace)
         g_array_free(e->trace, TRUE);
     if (e->gpu_trace)
@@ -197,6 +199,7 @@ int reel_element_push(reel_element *e, int pad, reel_buffer *buf)
         return rc;
     }
     atomic_fetch_add_explicit(&e->buffers_out, 1, memory_order_relaxed);
+    reel_latency_stamp(e, buf);
     reel_link_push(l, buf);
     return 0;
 }
@@ -268,6 +271,16 @@ void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_l
 void reel_element_set_blocking(reel_element *e, bool blocking)
 {
     e->blocking = blocking && e->inputs->len == 0;
+}
+
+void reel_element_set_live(reel_element *e, bool live)
+{
+    atomic_store(&e->live, live);
+}
+
+bool reel_element_is_live(const reel_element *e)
+{
+    return atomic_load(&e->live);
 }
 
 void reel_element_set_expected_frames(reel_element *e, int64_t frames)

@@ -66,6 +66,7 @@ struct reel_element {
 
     atomic_int sched;
     bool blocking;                 // runs on a thread of its own
+    atomic_bool live;              // a source that said it runs live
     GCond wake;                    // blocking elements wait here, under pipeline->lock
     bool started, finished;
     GThread *thread;
@@ -77,6 +78,13 @@ struct reel_element {
 
     // figures for the report; written by the element's runner only
     atomic_llong buffers_in, buffers_out, busy_ns;
+
+    // Stream ids and latency (latency.c).
+    int stream_id_request;         // the `stream-id` property; -1: a source's index among sources
+    int stream_id;                 // sources: the id stamped on their buffers in this run
+    int64_t last_capture_ns;       // of the latest input buffer, for new buffers made from it
+    int last_stream_id;
+    struct reel_latency *latency;  // sinks: capture-to-arrival times of this run
 };
 
 struct reel_pipeline {
@@ -171,5 +179,26 @@ void reel_trace_clear(reel_element *e);
 
 // Monotonic clock in nanoseconds.
 int64_t reel_now_ns(void);
+
+// latency.c: a fixed histogram of latencies, filled by one thread (the sink's
+// runner) and read by any; no allocation per frame. Buckets are 1/32 of a
+// power of two wide (about 3% resolution) over microseconds.
+#define REEL_LATENCY_SUB 32
+#define REEL_LATENCY_BUCKETS (34 * REEL_LATENCY_SUB)
+typedef struct reel_latency {
+    atomic_llong count[REEL_LATENCY_BUCKETS];
+    atomic_llong frames, max_ns;
+} reel_latency;
+void reel_latency_record(reel_latency *h, int64_t ns);
+// The latency at or below which a fraction q of the frames arrived, in ns
+// (a bucket's midpoint, never above the maximum); 0 without frames.
+int64_t reel_latency_quantile(const reel_latency *h, double q);
+// A new buffer pushed by e: stamps its capture time and stream id.
+void reel_latency_stamp(reel_element *e, reel_buffer *buf);
+// Called when e takes an input buffer: remembers its capture time and, at
+// a sink, records its latency.
+void reel_latency_arrive(reel_element *e, const reel_buffer *buf);
+// Before a run: numbers the sources and clears the sinks' histograms.
+void reel_latency_reset(reel_pipeline *p);
 
 #endif

@@ -87,6 +87,7 @@ static bool set_prop(builder *b, reel_element *e, const reel_element_class *k,
         GPtrArray *names = g_ptr_array_new();
         g_ptr_array_add(names, "name");
         g_ptr_array_add(names, "device");
+        g_ptr_array_add(names, "stream-id");
         for (const reel_prop *pr = k->props; pr && pr->name; pr++)
             g_ptr_array_add(names, (gpointer)pr->name);
         char *hint = did_you_mean(prop->key, names, "");

@@ -63,6 +63,7 @@ reel_buffer *reel_pool_acquire(reel_pool *pool)
     b->time_base = (reel_fraction){ 0, 1 };
     b->stream_id = 0;
     b->frame_number = 0;
+    b->capture_ns = 0;
     b->flags = 0;
     return b;
 }

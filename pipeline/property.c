@@ -218,6 +218,21 @@ static bool store(reel_element *e, const reel_prop *prop, const char *value)
     }
 }
 
+// `stream-id`, which every element has: the id a source stamps on its
+// buffers (by default its index among the pipeline's sources).
+static int set_stream_id(reel_element *e, const char *value, GError **error)
+{
+    int64_t id;
+    if (!parse_int(value, &id) || id < -1 || id > INT32_MAX) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL,
+                    "invalid value '%s' for property 'stream-id' of '%s': expected an integer in -1..%d", value,
+                    e->name, INT32_MAX);
+        return REEL_EINVAL;
+    }
+    e->stream_id_request = (int)id;
+    return 0;
+}
+
 int reel_element_set(reel_element *e, const char *name, const char *value, GError **error)
 {
     if (strcmp(name, "name") == 0) {
@@ -239,6 +254,8 @@ int reel_element_set(reel_element *e, const char *name, const char *value, GErro
         e->device_request = *value ? g_strdup(value) : NULL;
         return 0;
     }
+    if (strcmp(name, "stream-id") == 0 && !reel_element_class_find_prop(e->klass, name))
+        return set_stream_id(e, value, error);
     const reel_prop *prop = reel_element_class_find_prop(e->klass, name);
     if (!prop) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "element '%s' (%s) has no property '%s'",
@@ -274,6 +291,8 @@ char *reel_element_get(reel_element *e, const char *name)
         return g_strdup(reel_element_name(e));
     if (strcmp(name, "device") == 0)
         return g_strdup(e->device_request ? e->device_request : "");
+    if (strcmp(name, "stream-id") == 0 && !reel_element_class_find_prop(e->klass, name))
+        return g_strdup_printf("%d", e->stream_id_request);
     const reel_prop *prop = reel_element_class_find_prop(e->klass, name);
     if (!prop)
         return NULL;
@@ -329,7 +348,8 @@ void reel_props_free(reel_element *e)
 
 bool reel_element_class_has_property(const reel_element_class *k, const char *name)
 {
-    return strcmp(name, "name") == 0 || strcmp(name, "device") == 0 || reel_element_class_find_prop(k, name);
+    return strcmp(name, "name") == 0 || strcmp(name, "device") == 0 || strcmp(name, "stream-id") == 0
+           || reel_element_class_find_prop(k, name);
 }
 
 const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const char *name)

@@ -6,6 +6,26 @@
 #include "pipeline/json.h"
 #include "reel/error.h"
 
+int64_t reel_element_input_dropped(const reel_element *e, int pad)
+{
+    if (pad < 0 || pad >= (int)e->inputs->len)
+        return 0;
+    return atomic_load(&((reel_link *)e->inputs->pdata[pad])->dropped);
+}
+
+static void fill_latency(const reel_element *e, reel_element_report *r)
+{
+    const reel_latency *h = e->latency;
+    if (!h || e->outputs->len > 0)
+        return;
+    r->has_latency = true;
+    r->latency_frames = atomic_load(&h->frames);
+    r->latency_p50_ms = reel_latency_quantile(h, 0.50) / 1e6;
+    r->latency_p95_ms = reel_latency_quantile(h, 0.95) / 1e6;
+    r->latency_p99_ms = reel_latency_quantile(h, 0.99) / 1e6;
+    r->latency_max_ms = atomic_load(&h->max_ns) / 1e6;
+}
+
 int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
 {
     int count = (int)p->elements->len - 1;
@@ -27,8 +47,25 @@ int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
             .bytes_to_device = e->xfer.to_device,
             .bytes_to_host = e->xfer.to_host,
         };
+        fill_latency(e, &out[i]);
     }
     return count;
+}
+
+// Drops per input, and a sink's latency; closes the element's object.
+static void append_inputs_and_latency(GString *s, const reel_element *e, const reel_element_report *r)
+{
+    g_string_append(s, ", \"dropped_per_input\": [");
+    for (guint k = 0; k < e->inputs->len; k++)
+        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, k ? ", " : "", reel_element_input_dropped(e, (int)k));
+    g_string_append_c(s, ']');
+    if (r->has_latency)
+        g_string_append_printf(s,
+                               ", \"latency\": {\"frames\": %" G_GINT64_FORMAT ", \"p50_ms\": %.3f, \"p95_ms\": %.3f, "
+                               "\"p99_ms\": %.3f, \"max_ms\": %.3f}",
+                               r->latency_frames, r->latency_p50_ms, r->latency_p95_ms, r->latency_p99_ms,
+                               r->latency_max_ms);
+    g_string_append_c(s, '}');
 }
 
 int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error)
@@ -50,9 +87,10 @@ int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError *
         g_string_append_printf(s,
                                "\"buffers_in\": %" G_GINT64_FORMAT ", \"buffers_out\": %" G_GINT64_FORMAT
                                ", \"busy_ms\": %.3f, \"dropped\": %" G_GINT64_FORMAT
-                               ", \"bytes_to_device\": %" G_GINT64_FORMAT ", \"bytes_to_host\": %" G_GINT64_FORMAT "}",
+                               ", \"bytes_to_device\": %" G_GINT64_FORMAT ", \"bytes_to_host\": %" G_GINT64_FORMAT,
                                r[i].buffers_in, r[i].buffers_out, r[i].busy_ns / 1e6, r[i].dropped,
                                r[i].bytes_to_device, r[i].bytes_to_host);
+        append_inputs_and_latency(s, p->elements->pdata[i], &r[i]);
     }
     g_string_append(s, "\n]}\n");
     int rc = reel_write_file_atomically(path, s, error);

@@ -224,6 +224,7 @@ static bool run_filter(reel_element *e)
             continue;
         }
         atomic_fetch_add_explicit(&e->buffers_in, 1, memory_order_relaxed);
+        reel_latency_arrive(e, buf);
         if (check(e, traced_process(e, pad, buf)))
             return false;
     }
@@ -332,12 +333,14 @@ static void reset_run_state(reel_pipeline *p)
         g_free(e->out_pool);
         e->out_pool = g_new0(reel_pool *, MAX(e->outputs->len, 1));
         e->blocking = (e->klass->flags & REEL_CLASS_BLOCKING) && e->inputs->len == 0;
+        atomic_store(&e->live, false);
         atomic_store(&e->sched, STATE_IDLE);
         atomic_store(&e->buffers_in, 0);
         atomic_store(&e->buffers_out, 0);
         atomic_store(&e->busy_ns, 0);
         e->xfer = (reel_xfer){ 0 };
     }
+    reel_latency_reset(p);
 }
 
 // Stops each started element (sinks finalize here) and frees its pools.
@@ -405,9 +408,13 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
 // when the sources know their length, the total and an ETA.
 static void post_stats(reel_pipeline *p)
 {
-    int64_t done = 0, total = -1;
+    int64_t done = 0, total = -1, dropped = 0, p95_ns = 0;
+    for (guint i = 0; i < p->links->len; i++)
+        dropped += atomic_load(&((reel_link *)p->links->pdata[i])->dropped);
     for (guint i = 0; i + 1 < p->elements->len; i++) {
         reel_element *e = p->elements->pdata[i];
+        if (e->latency && e->outputs->len == 0)
+            p95_ns = MAX(p95_ns, reel_latency_quantile(e->latency, 0.95));
         if (e->outputs->len == 0)
             done = MAX(done, atomic_load(&e->buffers_in));
         if (e->inputs->len == 0 && e->expected_frames >= 0)
@@ -421,6 +428,13 @@ static void post_stats(reel_pipeline *p)
                                rate, (total - done) / rate);
     else
         text = g_strdup_printf("%" G_GINT64_FORMAT " frames, %.1f fps", done, rate);
+    // Latency (the worst sink's p95) and drops, once there are any.
+    if (p95_ns > 0 || dropped > 0) {
+        char *more = g_strdup_printf("%s, latency p95 %.1f ms, %" G_GINT64_FORMAT " dropped", text, p95_ns / 1e6,
+                                     dropped);
+        g_free(text);
+        text = more;
+    }
     reel_pipeline_post(p, REEL_MESSAGE_STATS, 0, NULL, text);
     g_free(text);
 }

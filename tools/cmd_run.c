@@ -24,6 +24,20 @@ typedef struct run_opts {
     int queue_size;
 } run_opts;
 
+// The live status line: per sink (one per stream), frames per second since
+// the last line, drops on its way and latency p95.
+typedef struct live_status {
+    reel_pipeline *pipeline;
+    bool live;                     // some source runs in live mode
+    int64_t *last_frames;          // per element, at the last line
+    int64_t last_us;
+} live_status;
+
+typedef struct run_ui {
+    const run_opts *opts;
+    live_status status;
+} run_ui;
+
 typedef struct run_state {
     reel_pipeline *pipeline;
     GMainLoop *loop;
@@ -46,18 +60,82 @@ static const char run_usage[] =
     "  --trace FILE         a Chrome/Perfetto trace: a track per element, a span per buffer\n"
     "  --threads N          worker threads (default: one per core)\n"
     "  --queue-size N       default capacity of every link, in buffers (default 8)\n"
-    "  -q, --quiet          no summary line\n";
+    "  -q, --quiet          no summary line\n"
+    "\n"
+    "On a terminal, a live pipeline (a source with is-live or live on) shows a status line\n"
+    "once a second: per sink, frames per second, buffers dropped on its way, latency p95.\n";
 
 // Set when a progress line is on the terminal without its newline.
 static bool progress_shown;
 
+// Buffers dropped on the way to e: its inputs' drops and those of the
+// elements before it, up to where streams merge (an element of several inputs).
+static int64_t drops_upstream(const reel_element *e)
+{
+    int64_t dropped = 0;
+    for (int steps = 0; e && steps < 64; steps++) {
+        for (int k = 0; k < reel_element_n_inputs(e); k++)
+            dropped += reel_element_input_dropped(e, k);
+        e = reel_element_n_inputs(e) == 1 ? reel_element_upstream(e, 0) : NULL;
+    }
+    return dropped;
+}
+
+// One status line from the report: "name 25.0 fps 0 dropped p95 12.3 ms | ...".
+static char *live_status_text(live_status *st)
+{
+    int n = reel_pipeline_report(st->pipeline, NULL, 0);
+    reel_element_report *r = g_new0(reel_element_report, n);
+    reel_pipeline_report(st->pipeline, r, n);
+    reel_element *const *els = reel_pipeline_elements(st->pipeline);
+    if (!st->last_frames)
+        st->last_frames = g_new0(int64_t, n);
+    int64_t now = g_get_monotonic_time();
+    double secs = st->last_us ? (now - st->last_us) / 1e6 : 0.0;
+    GString *s = g_string_new(NULL);
+    for (int i = 0; i < n; i++) {
+        if (!r[i].has_latency)
+            continue;
+        double fps = secs > 0 ? (r[i].buffers_in - st->last_frames[i]) / secs : 0.0;
+        g_string_append_printf(s, "%s%s %.1f fps %" G_GINT64_FORMAT " dropped p95 %.1f ms", s->len ? " | " : "",
+                               r[i].name, fps, drops_upstream(els[i]), r[i].latency_p95_ms);
+        st->last_frames[i] = r[i].buffers_in;
+    }
+    st->last_us = now;
+    g_free(r);
+    return g_string_free(s, FALSE);
+}
+
+// Whether a source runs in live mode: it said so (reel_element_set_live),
+// or its is-live or live property is on.
+static bool pipeline_is_live(reel_pipeline *p)
+{
+    static const char *const keys[] = { "is-live", "live" };
+    bool live = false;
+    for (reel_element *const *e = reel_pipeline_elements(p); *e && !live; e++) {
+        live |= reel_element_is_live(*e);
+        for (size_t k = 0; k < G_N_ELEMENTS(keys) && reel_element_n_inputs(*e) == 0; k++) {
+            char *v = reel_element_get(*e, keys[k]);
+            live |= v && (strcmp(v, "true") == 0 || strcmp(v, "on") == 0);
+            g_free(v);
+        }
+    }
+    return live;
+}
+
 static void on_message(const reel_message *msg, void *user)
 {
-    const run_opts *o = user;
+    run_ui *ui = user;
+    const run_opts *o = ui->opts;
     if (msg->type == REEL_MESSAGE_STATS) {
         // Progress only where someone watches: a terminal.
         if (!o->quiet && isatty(STDERR_FILENO)) {
-            fprintf(stderr, "\rreel: %s   ", msg->text);
+            // Sources say they are live once started: asked at each line.
+            ui->status.live = ui->status.live || pipeline_is_live(ui->status.pipeline);
+            char *live = ui->status.live ? live_status_text(&ui->status) : NULL;
+            // \033[K clears what a longer line before left behind.
+            fprintf(stderr, "\rreel: %s\033[K", live ? live : msg->text);
+            g_free(live);
             progress_shown = true;
         }
         return;
@@ -168,6 +246,23 @@ static char *read_description(const run_opts *o, int argc, char **argv, char **o
     return text;
 }
 
+// Under an element's row: a sink's latency, and drops per input where
+// several inputs dropped.
+static void print_report_details(reel_pipeline *p, int i, const reel_element_report *r)
+{
+    if (r->has_latency)
+        fprintf(stderr, "%-16s   latency ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f  (%" G_GINT64_FORMAT " frames)\n",
+                "", r->latency_p50_ms, r->latency_p95_ms, r->latency_p99_ms, r->latency_max_ms, r->latency_frames);
+    const reel_element *e = reel_pipeline_elements(p)[i];
+    if (reel_element_n_inputs(e) < 2 || r->dropped == 0)
+        return;
+    fprintf(stderr, "%-16s   dropped per input:", "");
+    for (int k = 0; k < reel_element_n_inputs(e); k++)
+        fprintf(stderr, " %s %" G_GINT64_FORMAT, reel_element_name(reel_element_upstream(e, k)),
+                reel_element_input_dropped(e, k));
+    fputc('\n', stderr);
+}
+
 static void print_report(reel_pipeline *p)
 {
     int n = reel_pipeline_report(p, NULL, 0);
@@ -182,6 +277,7 @@ static void print_report(reel_pipeline *p)
                 r[i].busy_ns / 1e6, r[i].dropped, r[i].bytes_to_device, r[i].bytes_to_host);
         if (*r[i].reason)
             fprintf(stderr, "%-16s   %s\n", "", r[i].reason);
+        print_report_details(p, i, &r[i]);
     }
     g_free(r);
 }
@@ -234,11 +330,12 @@ int cmd_run(int argc, char **argv)
         return EXIT_USAGE;
 
     run_state s = { 0 };
+    run_ui ui = { .opts = &o };
     GError *err = NULL;
     s.pipeline = reel_parse_launch(text, origin,
                                    reel_pipeline_params(.threads = o.threads, .queue_size = o.queue_size,
                                                         .trace = o.trace != NULL, .bus_handler = on_message,
-                                                        .bus_user = &o),
+                                                        .bus_user = &ui),
                                    &err);
     g_free(text);
     g_free(origin);
@@ -261,6 +358,8 @@ int cmd_run(int argc, char **argv)
     }
 
     int exit_code = EXIT_OK;
+    ui.status.pipeline = s.pipeline;
+    ui.status.last_us = g_get_monotonic_time();
     s.loop = g_main_loop_new(NULL, FALSE);
     guint sigint = g_unix_signal_add(SIGINT, on_signal, &s);
     guint sigterm = g_unix_signal_add(SIGTERM, on_signal, &s);
@@ -299,5 +398,6 @@ int cmd_run(int argc, char **argv)
                 exit_code == EXIT_OK ? "done" : "stopped", frames, secs, secs > 0 ? frames / secs : 0.0);
     }
     reel_pipeline_destroy(&s.pipeline);
+    g_free(ui.status.last_frames);
     return exit_code;
 }

@@ -47,6 +47,12 @@ typedef struct reel_buffer {
     int stream_id;
     int64_t frame_number;
     unsigned flags;            // REEL_BUFFER_FLAG_*
+    // Monotonic time (ns, CLOCK_MONOTONIC as g_get_monotonic_time()) its source captured or
+    // made the frame it stems from; 0 unknown. A source may set it (a live
+    // source: when the frame was captured); else pushing stamps it, and a
+    // new buffer pushed without one takes its element's latest input's
+    // capture time and stream id. Sinks measure latency from it.
+    int64_t capture_ns;
 
     // private to reel
     atomic_int refcount_;

@@ -139,8 +139,10 @@ const reel_element_class *const *reel_element_class_list(void);
 // The property called `name` of a class, or NULL.
 const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const char *name);
 // Whether elements of the class accept property `name`: one of its table, or
-// one every element has: `name` and `device` (where it runs; default: the
-// pipeline's device).
+// one every element has: `name`, `device` (where it runs; default: the
+// pipeline's device) and `stream-id` (the id a source stamps on the buffers
+// it makes; default: its index among the pipeline's sources, in the order
+// they were added).
 bool reel_element_class_has_property(const reel_element_class *k, const char *name);
 
 // ---- element instances -----------------------------------------------------
@@ -250,6 +252,12 @@ void reel_element_set_expected_frames(reel_element *e, int64_t frames);
 // workers: for sources that block on I/O or pace themselves. Defaults to the
 // class's REEL_CLASS_BLOCKING flag; call from `start`.
 void reel_element_set_blocking(reel_element *e, bool blocking);
+
+// A source says it runs live (a camera, a network stream, a paced test
+// source) once it knows, from `start` or later; `reel run` then shows a live
+// status line. Off at the start of each run.
+void reel_element_set_live(reel_element *e, bool live);
+bool reel_element_is_live(const reel_element *e);
 
 // What happens when a link is full: wait (no), drop the newest buffer
 // (upstream) or the oldest queued one (downstream).

@@ -83,16 +83,26 @@ typedef struct reel_element_report {
     int64_t busy_ns;       // time inside the element's callbacks
     int64_t dropped;       // buffers a leaky link dropped on its way in
     int64_t bytes_to_device, bytes_to_host;
+    // Sinks (elements without outputs): frames that arrived with a capture
+    // time, and how long after it they arrived, in ms; all 0 elsewhere.
+    bool has_latency;
+    int64_t latency_frames;
+    double latency_p50_ms, latency_p95_ms, latency_p99_ms, latency_max_ms;
 } reel_element_report;
 
 // Fills up to n entries in element order; returns the number of elements.
 int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
+// Buffers a leaky link dropped on their way into input `pad` of e in the
+// last (or current) run; 0 for a pad that does not exist.
+int64_t reel_element_input_dropped(const reel_element *e, int pad);
 // Wall time of the last run, in microseconds.
 int64_t reel_pipeline_wall_us(reel_pipeline *p);
 
 // The report as JSON: {"wall_s": ..., "elements": [{"name", "class",
 // "device_requested", "device", "reason", "buffers_in", "buffers_out",
-// "busy_ms", "dropped", "bytes_to_device", "bytes_to_host"}, ...]}.
+// "busy_ms", "dropped", "dropped_per_input": [n, ...], "bytes_to_device",
+// "bytes_to_host", and for sinks "latency": {"frames", "p50_ms", "p95_ms",
+// "p99_ms", "max_ms"}}, ...]}.
 // Written whole or not at all. Returns 0 or REEL_EIO.
 int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error);
 
