@@ -36,7 +36,7 @@ typedef struct infer_priv {
 
 static const reel_enum_value precisions[] = {
     { "fp32", PRECISION_FP32, "32-bit floats" },
-    { "fp16", PRECISION_FP16, "16-bit floats (not yet: reel's kernels are fp32)" },
+    { "fp16", PRECISION_FP16, "16-bit floats in the GPU's memory, sums in 32-bit (a GPU with fp16 support)" },
     { NULL },
 };
 
@@ -53,7 +53,8 @@ static const reel_prop props[] = {
     { "input-name", REEL_PROP_STRING, offsetof(infer_priv, input_name), NULL,
       .help = "the model input the tensors feed; default: the first" },
     { "precision", REEL_PROP_ENUM, offsetof(infer_priv, precision), "fp32", .values = precisions,
-      .help = "arithmetic precision" },
+      .help = "how the model's float tensors are kept on the device: fp16 halves their memory (nodes without a "
+              "16-bit kernel run on the cpu); on the cpu, or a GPU without 16-bit floats, fp16 is an error" },
     { NULL },
 };
 
@@ -84,9 +85,6 @@ static int load(reel_element *e)
     if (reel_model_n_inputs(s->model) > 1)
         return reel_element_error(e, REEL_EUNSUPPORTED, "model %s has %d inputs; infer feeds models of one input",
                                   s->ref.path, reel_model_n_inputs(s->model));
-    if (s->precision == PRECISION_FP16)
-        return reel_element_error(e, REEL_EUNSUPPORTED, "precision=fp16 is not supported yet: reel's kernels "
-                                  "(cpu and Vulkan) run fp32");
     if (s->batch > 1 && in->dims[0] > 0 && in->dims[0] != s->batch)
         return reel_element_error(e, REEL_EINVAL, "batch=%d but model %s's input %s takes a batch of %" G_GINT64_FORMAT,
                                   s->batch, s->ref.path, in->name, in->dims[0]);
@@ -147,7 +145,10 @@ static int start(reel_element *e)
     GError *err = NULL;
     s->session = reel_session_new(s->model,
                                   reel_session_params(.threads = s->threads, .device = gpu ? dev : NULL,
-                                                      .strict = gpu && reel_element_placement_strict(e)),
+                                                      .strict = gpu && reel_element_placement_strict(e),
+                                                      .precision = s->precision == PRECISION_FP16
+                                                                       ? REEL_PRECISION_FP16
+                                                                       : REEL_PRECISION_FP32),
                                   &err);
     if (!s->session) {
         rc = reel_element_error(e, err->code, "%s", err->message);
@@ -176,15 +177,16 @@ static void note_placement(reel_element *e)
     if (s->noted)
         return;
     s->noted = true;
+    const char *fp16 = s->precision == PRECISION_FP16 ? " (fp16)" : "";
     if (p.cpu_nodes == 0)
-        reel_element_note_placement(e, "model %s: all %d nodes on the device; per inference %" G_GINT64_FORMAT
+        reel_element_note_placement(e, "model %s%s: all %d nodes on the device; per inference %" G_GINT64_FORMAT
                                        " bytes to the device, %" G_GINT64_FORMAT " back (the outputs)",
-                                    s->ref.name, p.device_nodes, p.bytes_to_device, p.bytes_to_host);
+                                    s->ref.name, fp16, p.device_nodes, p.bytes_to_device, p.bytes_to_host);
     else
-        reel_element_note_placement(e, "model %s: %d nodes on the device, %d on the cpu in %d partitions (%s); "
+        reel_element_note_placement(e, "model %s%s: %d nodes on the device, %d on the cpu in %d partitions (%s); "
                                        "%" G_GINT64_FORMAT " bytes to the device, %" G_GINT64_FORMAT
                                        " back per inference",
-                                    s->ref.name, p.device_nodes, p.cpu_nodes, p.partitions, p.cpu_reasons,
+                                    s->ref.name, fp16, p.device_nodes, p.cpu_nodes, p.partitions, p.cpu_reasons,
                                     p.bytes_to_device, p.bytes_to_host);
 }
 

@@ -22,24 +22,28 @@ SHADER(overlay)
 #define NN_SHADER(name)                                                                            \
     extern const uint32_t reel_spv_##name[];                                                       \
     extern const size_t reel_spv_##name##_size;
-NN_SHADER(nn_conv2d)
-NN_SHADER(nn_conv2d_tiled)
-NN_SHADER(nn_gemm)
-NN_SHADER(nn_pool2d)
-NN_SHADER(nn_copy)
-NN_SHADER(nn_binary)
-NN_SHADER(nn_unary)
-NN_SHADER(nn_softmax)
-NN_SHADER(nn_resize)
-NN_SHADER(nn_pad)
 NN_SHADER(nn_compare)
 NN_SHADER(nn_where)
 NN_SHADER(nn_cast)
 NN_SHADER(nn_gather)
 NN_SHADER(nn_fill)
-NN_SHADER(nn_reduce)
-NN_SHADER(nn_convtranspose)
-NN_SHADER(nn_batchnorm)
+// Model kernels over floats, each with a float16-storage form NAME_f16
+// (CMakeLists.txt's REEL_SHADERS_F16).
+#define NN_SHADER2(name) NN_SHADER(name) NN_SHADER(name##_f16)
+NN_SHADER2(nn_conv2d)
+NN_SHADER2(nn_conv2d_tiled)
+NN_SHADER2(nn_gemm)
+NN_SHADER2(nn_pool2d)
+NN_SHADER2(nn_copy)
+NN_SHADER2(nn_binary)
+NN_SHADER2(nn_unary)
+NN_SHADER2(nn_softmax)
+NN_SHADER2(nn_resize)
+NN_SHADER2(nn_pad)
+NN_SHADER2(nn_reduce)
+NN_SHADER2(nn_convtranspose)
+NN_SHADER2(nn_batchnorm)
+#undef NN_SHADER2
 #undef NN_SHADER
 
 #define DESC(n, nbuf, w, push, local)                                                                 \
@@ -48,6 +52,9 @@ NN_SHADER(nn_batchnorm)
 #define NN_DESC(n, nbuf, w, push, local)                                                              \
     { .name = #n, .n_buffers = nbuf, .writes = w, .push_size = push, .default_local_size = local,               \
       .spirv = reel_spv_##n, .spirv_size = &reel_spv_##n##_size, .cpu = NULL }
+// A kernel and its float16-storage form NAME_f16 (precision=fp16), alike
+// in everything else.
+#define NN_DESC2(n, nbuf, w, push, local) NN_DESC(n, nbuf, w, push, local), NN_DESC(n##_f16, nbuf, w, push, local)
 // One that takes specialization constants 1..nconst (its tile sizes, say).
 #define NN_DESC_SPEC(n, nbuf, w, push, local, nconst)                                                  \
     { .name = #n, .n_buffers = nbuf, .writes = w, .push_size = push, .default_local_size = local,     \
@@ -60,19 +67,20 @@ const reel_kernel_desc reel_kernel_descs[] = {
     DESC(preprocess, 2, 1u << 1, sizeof(reel_preprocess_push), 64),
     DESC(overlay, 3, 1u << 0, 40, 64),
     // Push sizes: models/vulkan/ops_nn.c's conv_push, gemm_push, pool_push.
-    NN_DESC(nn_conv2d, 5, 1u << 4, 84, 64),
+    NN_DESC2(nn_conv2d, 5, 1u << 4, 84, 64),
     // Constants TM, TN, TK, RM, RN; local size (TM / RM) * (TN / RN): 16 x 16 for the defaults.
     NN_DESC_SPEC(nn_conv2d_tiled, 5, 1u << 4, 84, 256, 5),
-    NN_DESC(nn_gemm, 4, 1u << 3, 84, 64), // 64: its 8x8 tiles need it
-    NN_DESC(nn_pool2d, 2, 1u << 1, 64, 64),
+    NN_DESC_SPEC(nn_conv2d_tiled_f16, 5, 1u << 4, 84, 256, 5),
+    NN_DESC2(nn_gemm, 4, 1u << 3, 84, 64), // 64: its 8x8 tiles need it
+    NN_DESC2(nn_pool2d, 2, 1u << 1, 64, 64),
     // models/vulkan/ops_basic.c's copy_push, binary_push, unary_push, softmax_push.
-    NN_DESC(nn_copy, 2, 1u << 1, 88, 256),
-    NN_DESC(nn_binary, 3, 1u << 2, 88, 256),
-    NN_DESC(nn_unary, 2, 1u << 1, 16, 256),
-    NN_DESC(nn_softmax, 2, 1u << 1, 16, 64),
+    NN_DESC2(nn_copy, 2, 1u << 1, 88, 256),
+    NN_DESC2(nn_binary, 3, 1u << 2, 88, 256),
+    NN_DESC2(nn_unary, 2, 1u << 1, 16, 256),
+    NN_DESC2(nn_softmax, 2, 1u << 1, 16, 64),
     // models/vulkan/ops_resize.c's resize_push, pad_push.
-    NN_DESC(nn_resize, 2, 1u << 1, 72, 256),
-    NN_DESC(nn_pad, 2, 1u << 1, 88, 256),
+    NN_DESC2(nn_resize, 2, 1u << 1, 72, 256),
+    NN_DESC2(nn_pad, 2, 1u << 1, 88, 256),
     // models/vulkan/ops_misc.c's compare_push, where_push, cast_push, gather_push, fill_push.
     NN_DESC(nn_compare, 3, 1u << 2, 88, 256),
     NN_DESC(nn_where, 4, 1u << 3, 112, 256),
@@ -80,10 +88,10 @@ const reel_kernel_desc reel_kernel_descs[] = {
     NN_DESC(nn_gather, 3, 1u << 2, 32, 256),
     NN_DESC(nn_fill, 1, 1u << 0, 128, 64),
     // models/vulkan/ops_reduce.c's reduce_push (one workgroup per output; local size a power of 2 <= 256).
-    NN_DESC(nn_reduce, 2, 1u << 1, 120, 64),
+    NN_DESC2(nn_reduce, 2, 1u << 1, 120, 64),
     // models/vulkan/ops_convt.c's convt_push, bn_push.
-    NN_DESC(nn_convtranspose, 4, 1u << 3, 108, 64),
-    NN_DESC(nn_batchnorm, 6, 1u << 5, 16, 256),
+    NN_DESC2(nn_convtranspose, 4, 1u << 3, 108, 64),
+    NN_DESC2(nn_batchnorm, 6, 1u << 5, 16, 256),
 };
 const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
 

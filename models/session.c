@@ -43,6 +43,7 @@ struct reel_session {
     reel_device *device;      // Vulkan, or NULL: the cpu
     bool strict;
     uint64_t device_memory_limit;
+    bool f16;                 // precision=fp16: float32 values are float16 on the device
     GHashTable *plans;        // key -> plan *
     plan *last;
     reel_workers *workers;       // NULL for one thread; made at the first run
@@ -87,6 +88,14 @@ reel_session *reel_session_new(reel_model *m, const reel_session_params *params,
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "reel_session_new: no model");
         return NULL;
     }
+    if (params && params->precision == REEL_PRECISION_FP16) {
+        const reel_device_info *info = params->device ? reel_device_info_of(params->device) : NULL;
+        if (!info || info->backend != REEL_BACKEND_VULKAN || !info->fp16) {
+            g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
+                        "precision=fp16 needs a GPU with 16-bit float support; %s has none", info ? info->spec : "cpu");
+            return NULL;
+        }
+    }
     reel_blas_setup();
     reel_session *s = g_new0(reel_session, 1);
     s->m = reel_model_ref(m);
@@ -95,6 +104,7 @@ reel_session *reel_session_new(reel_model *m, const reel_session_params *params,
         s->device = reel_device_ref(params->device);
     s->strict = params && params->strict;
     s->device_memory_limit = params ? params->device_memory_limit : 0;
+    s->f16 = s->device && params->precision == REEL_PRECISION_FP16;
     s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, plan_free);
     s->times = g_array_new(FALSE, FALSE, sizeof(reel_session_node_time));
     return s;
@@ -393,7 +403,8 @@ static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **er
     }
     // The device's arena from the same lifetimes.
     if (s->device) {
-        vk_exec_params vp = { s->device, s->strict, s->device_memory_limit, def, last };
+        vk_exec_params vp = { .dev = s->device, .strict = s->strict, .memory_limit = s->device_memory_limit,
+                              .def = def, .last = last, .f16 = s->f16 };
         pl->vk = vk_exec_new(&vp, g, pl->t, pl->skip, error);
     }
     g_free(def);

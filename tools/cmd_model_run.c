@@ -15,9 +15,13 @@
 
 static const char run_usage[] =
     "usage: reel model run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR\n"
-    "                      [--device SPEC] [--strict] [--device-memory-limit BYTES] [--threads N]\n";
+    "                      [--device SPEC] [--strict] [--device-memory-limit BYTES] [--threads N]\n"
+    "                      [--precision fp32|fp16]\n"
+    "  --precision  fp16 keeps float tensors on the device as 16-bit floats (a GPU with fp16 support)\n";
 static const char bench_usage[] =
     "usage: reel model bench MODEL.onnx [--device SPEC] [--threads N] [--runs N] [--profile] [--slowest N]\n"
+    "                        [--precision fp32|fp16]\n"
+    "  --precision  fp16 keeps float tensors on the device as 16-bit floats (a GPU with fp16 support)\n"
     "  --profile    time per op type (the sum of its nodes' median times)\n"
     "  --slowest N  the N nodes that take longest, by name\n";
 
@@ -184,17 +188,31 @@ static void free_buffers(reel_buffer **b, int n)
     g_free(b);
 }
 
-// Where a session on a device ran the model, and what crossed per inference.
-static void print_placement(const reel_session *s, const reel_device *dev, FILE *f)
+// --precision's value; false for an unknown one.
+static bool parse_precision(const char *s, reel_precision *out)
+{
+    if (strcmp(s, "fp32") == 0)
+        *out = REEL_PRECISION_FP32;
+    else if (strcmp(s, "fp16") == 0)
+        *out = REEL_PRECISION_FP16;
+    else
+        return false;
+    return true;
+}
+
+// Where a session on a device ran the model, at which precision, and what
+// crossed per inference.
+static void print_placement(const reel_session *s, const reel_device *dev, reel_precision precision, FILE *f)
 {
     if (!dev || reel_device_info_of(dev)->backend == REEL_BACKEND_CPU)
         return;
     reel_session_placement p;
     reel_session_placement_of(s, &p);
-    fprintf(f, "  %s: %d nodes on the device, %d on the cpu, %d partition%s; per inference %" G_GINT64_FORMAT
-               " bytes to the device, %" G_GINT64_FORMAT " back\n",
-            reel_device_info_of(dev)->spec, p.device_nodes, p.cpu_nodes, p.partitions, p.partitions == 1 ? "" : "s",
-            p.bytes_to_device, p.bytes_to_host);
+    fprintf(f, "  %s (%s): %d nodes on the device, %d on the cpu, %d partition%s; per inference %" G_GINT64_FORMAT
+               " bytes to the device, %" G_GINT64_FORMAT " back; device arena %" G_GINT64_FORMAT " bytes\n",
+            reel_device_info_of(dev)->spec, precision == REEL_PRECISION_FP16 ? "fp16" : "fp32", p.device_nodes,
+            p.cpu_nodes, p.partitions, p.partitions == 1 ? "" : "s", p.bytes_to_device, p.bytes_to_host,
+            p.device_arena_bytes);
     if (*p.cpu_reasons)
         fprintf(f, "  on the cpu: %s\n", p.cpu_reasons);
 }
@@ -205,6 +223,7 @@ int cmd_model_run(int argc, char **argv)
     int threads = 0, rc = EXIT_RUNTIME;
     bool strict = false;
     uint64_t limit = 0;
+    reel_precision precision = REEL_PRECISION_FP32;
     GPtrArray *specs = g_ptr_array_new();
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -224,6 +243,8 @@ int cmd_model_run(int argc, char **argv)
             strict = true;
         } else if (strcmp(a, "--device-memory-limit") == 0 && i + 1 < argc) {
             limit = g_ascii_strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(a, "--precision") == 0 && i + 1 < argc && parse_precision(argv[i + 1], &precision)) {
+            i++;
         } else if (a[0] != '-' && !model_path) {
             model_path = a;
         } else {
@@ -269,12 +290,12 @@ int cmd_model_run(int argc, char **argv)
         goto fail;
     if (!(s = reel_session_new(m,
                                reel_session_params(.threads = threads, .device = dev, .strict = strict,
-                                                   .device_memory_limit = limit),
+                                                   .device_memory_limit = limit, .precision = precision),
                                &error)))
         goto fail;
     if (reel_session_run(s, in, out, &error))
         goto fail;
-    print_placement(s, dev, stderr);
+    print_placement(s, dev, precision, stderr);
     if (g_mkdir_with_parents(out_dir, 0755)) {
         g_set_error(&error, REEL_ERROR, REEL_EIO, "%s: %s", out_dir, g_strerror(errno));
         goto fail;
@@ -331,6 +352,7 @@ int cmd_model_bench(int argc, char **argv)
     int threads = 0, runs = 20, slowest = 0;
     const char *device_spec = NULL;
     bool profile = false;
+    reel_precision precision = REEL_PRECISION_FP32;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -344,6 +366,8 @@ int cmd_model_bench(int argc, char **argv)
             device_spec = argv[++i];
         } else if (strcmp(a, "--profile") == 0) {
             profile = true;
+        } else if (strcmp(a, "--precision") == 0 && i + 1 < argc && parse_precision(argv[i + 1], &precision)) {
+            i++;
         } else if (strcmp(a, "--slowest") == 0 && i + 1 < argc && parse_int(argv[i + 1], &slowest) && slowest > 0) {
             i++;
         } else if (a[0] != '-' && !model_path) {
@@ -392,7 +416,8 @@ int cmd_model_bench(int argc, char **argv)
     g_rand_free(rand);
     if (device_spec && !(dev = reel_device_open(device_spec, &error)))
         goto fail;
-    if (!(s = reel_session_new(m, reel_session_params(.threads = threads, .device = dev), &error)))
+    if (!(s = reel_session_new(m, reel_session_params(.threads = threads, .device = dev, .precision = precision),
+                               &error)))
         goto fail;
     reel_session_set_profile(s, profile || slowest);
     for (int r = -1; r < runs; r++) { // run -1 plans and warms up
@@ -440,7 +465,7 @@ int cmd_model_bench(int argc, char **argv)
         printf("  (%s)\n", reel_blas_setup_note());
     printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, arena %.1f MiB\n", lat[runs / 2],
            lat[(int)(0.9 * (runs - 1) + 0.5)], lat[0], reel_session_arena_bytes(s) / 1048576.0);
-    print_placement(s, dev, stdout);
+    print_placement(s, dev, precision, stdout);
     if (profile) {
         guint n = 0;
         GList *vals = g_hash_table_get_values(ops);

@@ -3,11 +3,20 @@
 // The ops follow models/cpu/elementwise.c's float32 forms.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Out { float o[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A { stored a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { stored b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Out { stored o[]; };
 
 layout(push_constant, std430) uniform Push {
     uint n;
@@ -59,7 +68,7 @@ void main()
         ia += int(c) * pc.a_st[k];
         ib += int(c) * pc.b_st[k];
     }
-    float x = a[ia], y = b[ib], v;
+    float x = float(a[ia]), y = float(b[ib]), v;
     switch (pc.op) {
     case ADD: v = x + y; break;
     case SUB: v = x - y; break;
@@ -71,5 +80,5 @@ void main()
     case MIN: v = isnan(x) || isnan(y) ? x + y : (x < y ? x : y); break;
     default: v = x < 0.0 ? x * y : x; break; // PRELU
     }
-    o[i] = v;
+    o[i] = stored(v);
 }

@@ -23,7 +23,7 @@ layout(push_constant, std430) uniform Push {
     int b_st[6];
 } pc;
 
-const uint EK_F32 = 0, EK_I32 = 1, EK_I64 = 2, EK_U8 = 3, EK_I8 = 4, EK_F64 = 9;
+const uint EK_F32 = 0, EK_I32 = 1, EK_I64 = 2, EK_U8 = 3, EK_I8 = 4, EK_F16 = 8, EK_F64 = 9;
 
 // -1, 0 or 1 as x is less than, equal to or greater than y; 2 when
 // unordered (a NaN): neither equal nor greater.
@@ -57,6 +57,13 @@ int compare_at(int ia, int ib)
     switch (pc.kind) {
     case EK_F32: {
         float x = uintBitsToFloat(a[ia]), y = uintBitsToFloat(b[ib]);
+        if (isnan(x) || isnan(y))
+            return 2;
+        return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    case EK_F16: { // float32 tensors of an fp16 context: 16-bit halves of a word
+        float x = unpackHalf2x16(a[ia >> 1] >> ((ia & 1) * 16)).x;
+        float y = unpackHalf2x16(b[ib >> 1] >> ((ib & 1) * 16)).x;
         if (isnan(x) || isnan(y))
             return 2;
         return x < y ? -1 : (x > y ? 1 : 0);

@@ -5,13 +5,22 @@
 // dummy buffer unless flags say otherwise.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Wt { float wt[]; };
-layout(std430, set = 0, binding = 2) readonly buffer B { float bias[]; };
-layout(std430, set = 0, binding = 3) readonly buffer R { float res[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Wt { stored wt[]; };
+layout(std430, set = 0, binding = 2) readonly buffer B { stored bias[]; };
+layout(std430, set = 0, binding = 3) readonly buffer R { stored res[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer Y { stored y[]; };
 
 // models/vulkan/ops_nn.c: conv_push.
 layout(push_constant) uniform Push {
@@ -67,13 +76,13 @@ void main()
             for (int e = 0; e < pc.kw; e++) {
                 int ix = ix0 + e * pc.dw;
                 if (ix >= 0 && ix < pc.w)
-                    acc += x[xrow + ix] * wt[wrow + e];
+                    acc += float(x[xrow + ix]) * float(wt[wrow + e]);
             }
         }
     }
     if ((pc.flags & 1) != 0)
-        acc += bias[m];
+        acc += float(bias[m]);
     if ((pc.flags & 2) != 0)
-        acc += res[i];
-    y[i] = activate(acc);
+        acc += float(res[i]);
+    y[i] = stored(activate(acc));
 }

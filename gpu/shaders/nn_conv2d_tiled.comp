@@ -17,6 +17,15 @@
 // K are zero-filled, and stores beyond them skipped.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 // The workgroup size must be (TM / RM) * (TN / RN) (ops_nn.c sets it).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const int TM = 64; // output channels per tile, a multiple of RM
@@ -29,11 +38,11 @@ const int SM = TM / RM, SN = TN / RN, THREADS = SM * SN;
 // Loads per invocation per slice, of W and of X.
 const int LA = (TM * TK + THREADS - 1) / THREADS, LB = (TK * TN + THREADS - 1) / THREADS;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Wt { float wt[]; };
-layout(std430, set = 0, binding = 2) readonly buffer B { float bias[]; };
-layout(std430, set = 0, binding = 3) readonly buffer R { float res[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Wt { stored wt[]; };
+layout(std430, set = 0, binding = 2) readonly buffer B { stored bias[]; };
+layout(std430, set = 0, binding = 3) readonly buffer R { stored res[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer Y { stored y[]; };
 
 // models/vulkan/ops_nn.c: conv_push.
 layout(push_constant) uniform Push {
@@ -104,7 +113,7 @@ void read_slice(int k0, int K)
 {
     int khw = pc.kh * pc.kw;
     for (int l = 0; l < LA; l++)
-        ra[l] = arow[l] >= 0 && k0 + ak[l] < K ? wt[arow[l] + k0 + ak[l]] : 0.0;
+        ra[l] = arow[l] >= 0 && k0 + ak[l] < K ? float(wt[arow[l] + k0 + ak[l]]) : 0.0;
     for (int l = 0; l < LB; l++) {
         int k = k0 + bk[l];
         float v = 0.0;
@@ -112,7 +121,7 @@ void read_slice(int k0, int K)
             int ci = k / khw, r = k - ci * khw, a = r / pc.kw;
             int iy = biy[l] + a * pc.dh, ix = bix[l] + (r - a * pc.kw) * pc.dw;
             if (iy >= 0 && iy < pc.h && ix >= 0 && ix < pc.w)
-                v = x[bbase[l] + (ci * pc.h + iy) * pc.w + ix];
+                v = float(x[bbase[l] + (ci * pc.h + iy) * pc.w + ix]);
         }
         rb[l] = v;
     }
@@ -174,10 +183,10 @@ void main()
             int mo = g * pc.mg + m, o = (n * pc.m + mo) * ohw + pix;
             float v = acc[i * RN + j];
             if ((pc.flags & 1) != 0)
-                v += bias[mo];
+                v += float(bias[mo]);
             if ((pc.flags & 2) != 0)
-                v += res[o];
-            y[o] = activate(v);
+                v += float(res[o]);
+            y[o] = stored(activate(v));
         }
     }
 }

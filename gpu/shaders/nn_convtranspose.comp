@@ -6,12 +6,21 @@
 // with o + pad - k*dil = i*stride, i inside X, of X[n,c,i] * W[c,m%Mg,k]).
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Wt { float wt[]; };
-layout(std430, set = 0, binding = 2) readonly buffer B { float bias[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Wt { stored wt[]; };
+layout(std430, set = 0, binding = 2) readonly buffer B { stored bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Y { stored y[]; };
 
 // models/vulkan/ops_convt.c: convt_push.
 layout(push_constant, std430) uniform Push {
@@ -83,12 +92,12 @@ void main()
                 int xo = (id * pc.in_[1] + ih) * pc.in_[2] + iw, wo = (a * pc.k[1] + b) * pc.k[2] + e;
                 for (int c = 0; c < pc.cg; c++) {
                     int ch = g * pc.cg + c;
-                    acc += x[(n * pc.c + ch) * plane + xo] * wt[(ch * pc.mg + ml) * taps + wo];
+                    acc += float(x[(n * pc.c + ch) * plane + xo]) * float(wt[(ch * pc.mg + ml) * taps + wo]);
                 }
             }
         }
     }
     if ((pc.flags & 1) != 0)
-        acc += bias[m];
-    y[i] = activate(acc);
+        acc += float(bias[m]);
+    y[i] = stored(activate(acc));
 }

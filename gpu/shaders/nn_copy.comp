@@ -4,10 +4,19 @@
 // one kernel serves Transpose, Slice, Concat, Split, Expand and plain copies.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer Src { float src[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Dst { float dst[]; };
+layout(std430, set = 0, binding = 0) readonly buffer Src { stored src[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Dst { stored dst[]; };
 
 layout(push_constant, std430) uniform Push {
     uint n;         // elements to copy (product of shape)

@@ -4,12 +4,21 @@
 // row, column or matrix need no copies.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
-layout(std430, set = 0, binding = 2) readonly buffer C { float c[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A { stored a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { stored b[]; };
+layout(std430, set = 0, binding = 2) readonly buffer C { stored c[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Y { stored y[]; };
 
 // models/vulkan/ops_nn.c: gemm_push.
 layout(push_constant) uniform Push {
@@ -71,8 +80,8 @@ void main()
     for (int k0 = 0; k0 < pc.k; k0 += T) {
         // This invocation loads A[i, k0 + lx] and B[k0 + ly, j].
         int ak = k0 + lx, bk = k0 + ly;
-        ta[ly][lx] = arow && ak < pc.k ? a[abase + ak * pc.sak] : 0.0;
-        tb[ly][lx] = bcol && bk < pc.k ? b[bbase + bk * pc.sbk] : 0.0;
+        ta[ly][lx] = arow && ak < pc.k ? float(a[abase + ak * pc.sak]) : 0.0;
+        tb[ly][lx] = bcol && bk < pc.k ? float(b[bbase + bk * pc.sbk]) : 0.0;
         barrier();
         int kn = min(T, pc.k - k0);
         for (int kk = 0; kk < kn; kk++)
@@ -83,6 +92,6 @@ void main()
         return;
     float v = pc.alpha * acc;
     if ((pc.flags & 1) != 0)
-        v += pc.beta * c[i * pc.scm + j * pc.scn];
-    y[(t * pc.m + i) * pc.n + j] = activate(v);
+        v += pc.beta * float(c[i * pc.scm + j * pc.scn]);
+    y[(t * pc.m + i) * pc.n + j] = stored(activate(v));
 }

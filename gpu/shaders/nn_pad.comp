@@ -3,10 +3,19 @@
 // negative (crops).
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { stored y[]; };
 
 layout(push_constant, std430) uniform Push {
     uint n;     // output elements
@@ -32,7 +41,7 @@ void main()
         o /= pc.out_[k];
         if (j < 0 || j >= d) {
             if (pc.mode == CONSTANT) {
-                y[i] = pc.value;
+                y[i] = stored(pc.value);
                 return;
             }
             if (pc.mode == EDGE) {

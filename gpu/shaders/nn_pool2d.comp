@@ -6,10 +6,19 @@
 // One invocation per output element.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { stored y[]; };
 
 // models/vulkan/ops_nn.c: pool_push.
 layout(push_constant) uniform Push {
@@ -41,7 +50,7 @@ void main()
             int ix = x0 + e * pc.dw;
             if (ix < 0 || ix >= pc.w)
                 continue;
-            float v = x[row + ix];
+            float v = float(x[row + ix]);
             if (is_max)
                 acc = v > acc || count == 0 ? v : acc; // -inf inputs as the cpu
             else
@@ -60,5 +69,5 @@ void main()
         }
         acc = count != 0 ? acc / float(count) : 0.0;
     }
-    y[i] = acc;
+    y[i] = stored(acc);
 }

@@ -5,10 +5,19 @@
 // shared memory. Max propagates NaN.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { stored y[]; };
 
 // models/vulkan/ops_reduce.c: reduce_push.
 layout(push_constant, std430) uniform Push {
@@ -54,7 +63,7 @@ void main()
     int base = offset_of(out_i, pc.keep_rank, true);
     float acc = pc.kind == 0u ? 0.0 : uintBitsToFloat(0xff800000u); // -inf
     for (uint r = t; r < pc.n_red; r += local)
-        acc = fold(acc, x[base + offset_of(r, pc.red_rank, false)]);
+        acc = fold(acc, float(x[base + offset_of(r, pc.red_rank, false)]));
     partial[t] = acc;
     barrier();
     for (uint s = local / 2u; s > 0u; s >>= 1) {
@@ -63,5 +72,5 @@ void main()
         barrier();
     }
     if (t == 0u)
-        y[out_i] = partial[0] * pc.scale;
+        y[out_i] = stored(partial[0] * pc.scale);
 }

@@ -5,10 +5,19 @@
 // ceil and round ties come out as the cpu's, with no float division.
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { stored y[]; };
 
 layout(push_constant, std430) uniform Push {
     uint n;       // output elements
@@ -72,7 +81,7 @@ void main()
         return;
     }
     // The cpu's order: along H first (rounded to float), then along W.
-    float a = hw0 * x[base + uint(h0) * iw + uint(x0)] + hw1 * x[base + uint(h1) * iw + uint(x0)];
-    float b = hw0 * x[base + uint(h0) * iw + uint(x1)] + hw1 * x[base + uint(h1) * iw + uint(x1)];
-    y[i] = ww0 * a + ww1 * b;
+    float a = hw0 * float(x[base + uint(h0) * iw + uint(x0)]) + hw1 * float(x[base + uint(h1) * iw + uint(x0)]);
+    float b = hw0 * float(x[base + uint(h0) * iw + uint(x1)]) + hw1 * float(x[base + uint(h1) * iw + uint(x1)]);
+    y[i] = stored(ww0 * a + ww1 * b);
 }

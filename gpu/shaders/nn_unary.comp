@@ -3,10 +3,19 @@
 // Clip's min/max).
 #version 450
 
+// Storage: float32, or float16 when compiled with -DREEL_F16 (the _f16
+// kernels); values are widened to float32 for the arithmetic.
+#ifdef REEL_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define stored float16_t
+#else
+#define stored float
+#endif
+
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Out { float o[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { stored x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Out { stored o[]; };
 
 layout(push_constant, std430) uniform Push {
     uint n;
@@ -29,7 +38,7 @@ void main()
     uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     if (i >= pc.n)
         return;
-    float v = x[i], r;
+    float v = float(x[i]), r;
     switch (pc.op) {
     case RELU: r = v > 0.0 ? v : 0.0; break;
     case LEAKYRELU: r = v < 0.0 ? v * pc.a : v; break;
@@ -46,5 +55,5 @@ void main()
     case ABS: r = abs(v); break;
     default: r = 1.0 / v; break; // RECIPROCAL
     }
-    o[i] = r;
+    o[i] = stored(r);
 }

@@ -119,7 +119,9 @@ static int create_device(reel_device *dev, GError **error)
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(vk->phys, &props);
     VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES };
-    VkPhysicalDeviceFeatures2 feats = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12 };
+    VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                             .pNext = &f12 };
+    VkPhysicalDeviceFeatures2 feats = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11 };
     if (props.apiVersion >= VK_API_VERSION_1_2)
         vkGetPhysicalDeviceFeatures2(vk->phys, &feats);
     if (!f12.timelineSemaphore)
@@ -149,14 +151,22 @@ static int create_device(reel_device *dev, GError **error)
     // Keeps the heaps' budget and usage (reel devices) accurate for this device.
     if (has_ext(vk->phys, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME))
         exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    // 16-bit floats where present: the model kernels' float16 forms
+    // (precision=fp16) need them, and info.fp16 says they are there.
     VkPhysicalDeviceVulkan12Features want12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
         .timelineSemaphore = VK_TRUE,
+        .shaderFloat16 = f12.shaderFloat16,
+    };
+    VkPhysicalDeviceVulkan11Features want11 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+        .pNext = &want12,
+        .storageBuffer16BitAccess = f11.storageBuffer16BitAccess,
     };
     float prio = 1.0f;
     VkDeviceCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = &want12,
+        .pNext = &want11,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &(VkDeviceQueueCreateInfo){
             .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

@@ -53,6 +53,15 @@ typedef struct reel_model_summary {
 } reel_model_summary;
 void reel_model_summarize(const reel_model *m, reel_model_summary *out);
 
+// How a session's float32 tensors are kept on a device.
+typedef enum reel_precision {
+    REEL_PRECISION_FP32, // as the model says
+    // float16 in device memory (half the bytes) with float32 sums inside the
+    // kernels; what crosses to the host and the outputs stay float32. Needs a
+    // GPU with 16-bit float support (reel_device_info.fp16).
+    REEL_PRECISION_FP16,
+} reel_precision;
+
 typedef struct reel_session_params {
     int threads;                  // 0: one per core
     // Where the model runs: NULL or the cpu device, all on the cpu; a Vulkan
@@ -61,9 +70,13 @@ typedef struct reel_session_params {
     struct reel_device *device;
     bool strict;                  // a node that would fall back to the cpu is an error
     uint64_t device_memory_limit; // bytes of the model's tensors on the device; 0: none (the rest runs on the cpu)
+    reel_precision precision;     // REEL_PRECISION_FP16 needs a Vulkan device with fp16; nodes without a
+                                  // float16 kernel run on the cpu (in float32)
 } reel_session_params;
 #define reel_session_params(...) (&(reel_session_params){ __VA_ARGS__ })
 
+// Fails with REEL_EINVAL (no model) or REEL_EUNSUPPORTED (precision=fp16 on
+// the cpu or on a device without 16-bit floats: the message names it).
 reel_session *reel_session_new(reel_model *m, const reel_session_params *params, GError **error);
 void reel_session_destroy(reel_session **s);
 

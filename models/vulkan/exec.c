@@ -9,6 +9,11 @@
 // what made it, and the value's lifetime covers its cpu readers. Views of
 // one arena share its timeline points, so submissions that touch it run in
 // order, and within one every dispatch sees the writes of those before it.
+//
+// precision=fp16: float32 values are float16 on the device. What crosses to
+// or from the host is converted on the host (half the bytes cross); a
+// float32 input bound in device memory is converted by a dispatch (nn_cast)
+// into memory of the value's own, recorded with the run like any other.
 #include <string.h>
 
 #include "models/session.h"
@@ -49,6 +54,7 @@ struct vk_exec {
     uint64_t arena_bytes;
     reel_mem **bound;    // per value: memory given for this run instead (borrowed)
     bool *constant;      // per value: uploaded once, valid for every run
+    bool *half;          // per value: a float32 stored as float16 (fp16 plans)
     bool *dev_valid, *host_valid;
     int device_nodes, cpu_nodes, partitions;
     int64_t to_device, to_host; // this run
@@ -75,42 +81,75 @@ static bool kept_on_cpu(const char *op)
     return found;
 }
 
-// Why node n cannot run on the device, or NULL when it can.
-static const char *why_not(const reel_ir_node *n, reel_tensor **in, reel_tensor **out)
+static bool touches_float32(const reel_ir_node *n, reel_tensor **in, reel_tensor **out)
+{
+    for (int k = 0; k < n->n_inputs; k++)
+        if (in[k] && in[k]->dtype == REEL_DTYPE_FLOAT32)
+            return true;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (out[k] && out[k]->dtype == REEL_DTYPE_FLOAT32)
+            return true;
+    return false;
+}
+
+// Why node n cannot run on the device, or NULL when it can. In an fp16 plan
+// a node with float32 tensors needs its op's float16 form.
+static const char *why_not(const vk_exec *x, const reel_ir_node *n, reel_tensor **in, reel_tensor **out)
 {
     const vk_op *op = vk_op_find(n->op);
     if (!op)
         return "no Vulkan kernel for this op";
     if (kept_on_cpu(n->op))
         return "kept on the cpu by REEL_VULKAN_CPU_OPS";
+    if (x->ctx.f16 && touches_float32(n, in, out)) {
+        if (!op->supports_f16)
+            return "no float16 Vulkan kernel for this op";
+        if (!op->supports_f16(n, in, out))
+            return "these shapes, types or attributes have no float16 Vulkan kernel";
+        return NULL;
+    }
     if (!op->supports(n, in, out))
         return "these shapes or attributes have no Vulkan kernel";
     return NULL;
 }
 
-static size_t device_bytes(const reel_tensor *t)
+static size_t device_bytes(const vk_exec *x, const reel_tensor *t)
 {
-    return MAX(t->nbytes, 16); // an empty tensor still binds a buffer
+    return MAX(vk_stored_bytes(x->ctx.f16, t), 16); // an empty tensor still binds a buffer
 }
 
 // A value's bytes in the arena: whole view alignments, so that every
 // offset the planner gives is one (offsets are sums of sizes).
-static size_t arena_bytes_of(const reel_tensor *t)
+static size_t arena_bytes_of(const vk_exec *x, const reel_tensor *t)
 {
-    return (device_bytes(t) + REEL_MEM_VIEW_ALIGN - 1) / REEL_MEM_VIEW_ALIGN * REEL_MEM_VIEW_ALIGN;
+    return (device_bytes(x, t) + REEL_MEM_VIEW_ALIGN - 1) / REEL_MEM_VIEW_ALIGN * REEL_MEM_VIEW_ALIGN;
+}
+
+// Value v's host data (view) into its device memory, as float16 when it is
+// stored so.
+static int upload_value(vk_exec *x, int v, const reel_tensor *view)
+{
+    if (!x->half[v])
+        return reel_mem_upload(x->mem[v], 0, view->data, view->nbytes, NULL);
+    size_t count = view->nbytes / sizeof(float);
+    uint16_t *halves = g_new(uint16_t, count + 1);
+    vk_f32_to_f16(view->data, halves, count);
+    int rc = reel_mem_upload(x->mem[v], 0, halves, count * sizeof(uint16_t), NULL);
+    g_free(halves);
+    return rc;
 }
 
 // Device memory of its own for value v (a weight, uploaded here, or a value
 // from the host, uploaded each run).
 static int alloc_own(vk_exec *x, int v, const reel_tensor *view, GError **error)
 {
-    x->mem[v] = reel_mem_new(x->ctx.dev, reel_mem_params(.size = device_bytes(view), .domain = REEL_MEM_DEVICE),
+    x->mem[v] = reel_mem_new(x->ctx.dev, reel_mem_params(.size = device_bytes(x, view), .domain = REEL_MEM_DEVICE),
                              error);
     if (!x->mem[v])
         return REEL_ENOMEM_DEVICE;
     x->where[v] = VAL_OWN;
     if (x->constant[v]) {
-        int rc = reel_mem_upload(x->mem[v], 0, view->data, view->nbytes, NULL);
+        int rc = upload_value(x, v, view);
         if (rc < 0) {
             g_set_error(error, REEL_ERROR, rc, "upload of a weight failed: %s", reel_strerror(rc));
             return rc;
@@ -146,10 +185,10 @@ static bool fits(const vk_exec *x, placing *pc, const reel_ir_node *n, const ree
     uint64_t own = pc->own, sum = pc->arena_sum;
     for (int k = 0; k < n->n_inputs; k++)
         if (n->inputs[k] >= 0 && x->where[n->inputs[k]] == VAL_NONE && first_use(n, k))
-            own += device_bytes(&views[n->inputs[k]]);
+            own += device_bytes(x, &views[n->inputs[k]]);
     for (int k = 0; k < n->n_outputs; k++)
         if (n->outputs[k] >= 0)
-            sum += arena_bytes_of(&views[n->outputs[k]]);
+            sum += arena_bytes_of(x, &views[n->outputs[k]]);
     if (own + sum <= limit)
         return true; // even without reuse: no need to plan
     if (own >= limit)
@@ -158,7 +197,8 @@ static bool fits(const vk_exec *x, placing *pc, const reel_ir_node *n, const ree
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];
         if (v >= 0)
-            g_array_append_vals(lv, &(reel_arena_value){ v, pc->def[v], pc->last[v], arena_bytes_of(&views[v]) }, 1);
+            g_array_append_vals(lv, &(reel_arena_value){ v, pc->def[v], pc->last[v], arena_bytes_of(x, &views[v]) },
+                                1);
     }
     uint64_t arena = reel_arena_place((reel_arena_value *)(void *)lv->data, (int)lv->len, pc->offset);
     g_array_free(lv, TRUE);
@@ -175,13 +215,13 @@ static int take(vk_exec *x, placing *pc, const reel_ir_node *n, const reel_tenso
             continue;
         if (alloc_own(x, v, &views[v], error) < 0)
             return REEL_ENOMEM_DEVICE;
-        pc->own += device_bytes(&views[v]);
+        pc->own += device_bytes(x, &views[v]);
     }
     for (int k = 0; k < n->n_outputs; k++) {
         int v = n->outputs[k];
         if (v < 0)
             continue;
-        reel_arena_value a = { v, pc->def[v], pc->last[v], arena_bytes_of(&views[v]) };
+        reel_arena_value a = { v, pc->def[v], pc->last[v], arena_bytes_of(x, &views[v]) };
         g_array_append_val(pc->arena, a);
         pc->arena_sum += a.size;
         x->where[v] = VAL_ARENA;
@@ -200,7 +240,7 @@ static int lay_out_arena(vk_exec *x, placing *pc, const reel_tensor *views, GErr
         return REEL_ENOMEM_DEVICE;
     for (guint i = 0; i < pc->arena->len; i++) {
         int v = g_array_index(pc->arena, reel_arena_value, i).v;
-        if (!(x->mem[v] = reel_mem_new_view(x->arena, pc->offset[v], device_bytes(&views[v]), error)))
+        if (!(x->mem[v] = reel_mem_new_view(x->arena, pc->offset[v], device_bytes(x, &views[v]), error)))
             return REEL_EINVAL;
     }
     return 0;
@@ -246,7 +286,7 @@ static int place(vk_exec *x, const vk_exec_params *params, const reel_ir_graph *
             in[k] = n->inputs[k] >= 0 ? (reel_tensor *)&views[n->inputs[k]] : NULL;
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = n->outputs[k] >= 0 ? (reel_tensor *)&views[n->outputs[k]] : NULL;
-        const char *why = why_not(n, in, out);
+        const char *why = why_not(x, n, in, out);
         if (!why && params->memory_limit && (full || !fits(x, pc, n, views, params->memory_limit))) {
             full = true; // the device holds a prefix of the model; the rest runs on the cpu
             why = "past the device memory limit";
@@ -294,16 +334,20 @@ vk_exec *vk_exec_new(const vk_exec_params *params, const reel_ir_graph *g, const
     x->mem = g_new0(reel_mem *, x->n_values + 1);
     x->bound = g_new0(reel_mem *, x->n_values + 1);
     x->constant = g_new0(bool, x->n_values + 1);
+    x->half = g_new0(bool, x->n_values + 1);
     x->dev_valid = g_new0(bool, x->n_values + 1);
     x->host_valid = g_new0(bool, x->n_values + 1);
     x->reasons = g_string_new(NULL);
     x->summary = g_string_new(NULL);
     x->replays = g_ptr_array_new();
-    for (int v = 0; v < x->n_values; v++)
+    for (int v = 0; v < x->n_values; v++) {
         x->constant[v] = views[v].data != NULL;
+        x->half[v] = params->f16 && views[v].dtype == REEL_DTYPE_FLOAT32;
+    }
     placing pc = { .arena = g_array_new(FALSE, FALSE, sizeof(reel_arena_value)),
                    .offset = g_new0(size_t, x->n_values + 1), .def = params->def, .last = params->last };
     int rc = vk_ctx_init(&x->ctx, params->dev, error);
+    x->ctx.f16 = params->f16;
     // A partition's dispatches go to the device in one submission
     // (REEL_VULKAN_BATCH=0: one each, to compare).
     if (rc == 0 && g_strcmp0(g_getenv("REEL_VULKAN_BATCH"), "0") != 0)
@@ -348,6 +392,7 @@ void vk_exec_free(vk_exec **px)
     g_free(x->mem);
     g_free(x->bound);
     g_free(x->constant);
+    g_free(x->half);
     g_free(x->dev_valid);
     g_free(x->host_valid);
     g_string_free(x->reasons, TRUE);
@@ -379,7 +424,7 @@ bool vk_exec_device_only(const vk_exec *x, const reel_ir_graph *g, const bool *s
 void vk_exec_bind(vk_exec *x, int v, reel_mem *m)
 {
     x->bound[v] = m;
-    x->dev_valid[v] = true;
+    x->dev_valid[v] = !x->half[v]; // a float32 one is converted when first read
     x->host_valid[v] = false;
 }
 
@@ -499,6 +544,19 @@ void vk_exec_begin(vk_exec *x)
     x->to_device = x->to_host = 0;
 }
 
+// A float32 input bound in device memory, into its float16 memory: a
+// dispatch gathered ahead of the node's (a replayed run has it recorded).
+static int convert_bound(vk_exec *x, const reel_ir_node *n, int v, const reel_tensor *view, GError **error)
+{
+    if (x->mode == RUN_REPLAY)
+        return 0;
+    int rc = vk_convert_f32_to_f16(&x->ctx, x->bound[v], x->mem[v], reel_tensor_count(view->rank, view->shape));
+    if (rc < 0)
+        g_set_error(error, REEL_ERROR, rc, "node %s (%s): converting its float32 input to float16 on %s failed: %s",
+                    n->name, n->op, reel_device_info_of(x->ctx.dev)->spec, reel_strerror(rc));
+    return rc;
+}
+
 // Node n's inputs made on the host cross here (also when the node's
 // dispatches are replayed: the recording reads the same memory).
 static int upload_inputs(vk_exec *x, const reel_ir_node *n, const reel_tensor *views, GError **error)
@@ -507,12 +565,19 @@ static int upload_inputs(vk_exec *x, const reel_ir_node *n, const reel_tensor *v
         int v = n->inputs[k];
         if (v < 0 || x->dev_valid[v])
             continue;
-        int rc = reel_mem_upload(x->mem[v], 0, views[v].data, views[v].nbytes, NULL);
+        if (x->bound[v]) {
+            int rc = convert_bound(x, n, v, &views[v], error);
+            if (rc < 0)
+                return rc;
+            x->dev_valid[v] = true;
+            continue;
+        }
+        int rc = upload_value(x, v, &views[v]);
         if (rc < 0) {
             g_set_error(error, REEL_ERROR, rc, "node %s (%s): upload failed: %s", n->name, n->op, reel_strerror(rc));
             return rc;
         }
-        x->to_device += (int64_t)views[v].nbytes;
+        x->to_device += (int64_t)vk_stored_bytes(x->ctx.f16, &views[v]);
         x->dev_valid[v] = true;
     }
     return 0;
@@ -532,7 +597,7 @@ static int run_op(vk_exec *x, const reel_ir_node *n, const reel_tensor *views, G
         shapes[k] = views[v];
         if (!x->constant[v])
             shapes[k].data = NULL;
-        tin[k] = (vk_tensor){ x->bound[v] ? x->bound[v] : x->mem[v], &shapes[k] };
+        tin[k] = (vk_tensor){ x->bound[v] && !x->half[v] ? x->bound[v] : x->mem[v], &shapes[k] };
         in[k] = &tin[k];
     }
     for (int k = 0; k < n->n_outputs; k++) {
@@ -572,6 +637,21 @@ int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, 
     return 0;
 }
 
+// Value v's device memory into its host view, from float16 when it is
+// stored so.
+static int download_value(vk_exec *x, int v, reel_tensor *view)
+{
+    if (!x->half[v])
+        return reel_mem_download(x->mem[v], 0, view->data, view->nbytes, NULL);
+    size_t count = view->nbytes / sizeof(float);
+    uint16_t *halves = g_new(uint16_t, count + 1);
+    int rc = reel_mem_download(x->mem[v], 0, halves, count * sizeof(uint16_t), NULL);
+    if (rc == 0)
+        vk_f16_to_f32(halves, view->data, count);
+    g_free(halves);
+    return rc;
+}
+
 int vk_exec_to_host(vk_exec *x, int v, reel_tensor *view, GError **error)
 {
     if (v < 0 || x->host_valid[v])
@@ -580,11 +660,11 @@ int vk_exec_to_host(vk_exec *x, int v, reel_tensor *view, GError **error)
     int rc = submit_pending(x, error);
     if (rc < 0)
         return rc;
-    if ((rc = reel_mem_download(x->mem[v], 0, view->data, view->nbytes, NULL)) < 0) {
+    if ((rc = download_value(x, v, view)) < 0) {
         g_set_error(error, REEL_ERROR, rc, "download of a tensor failed: %s", reel_strerror(rc));
         return rc;
     }
-    x->to_host += (int64_t)view->nbytes;
+    x->to_host += (int64_t)vk_stored_bytes(x->ctx.f16, view);
     x->host_valid[v] = true;
     return 0;
 }

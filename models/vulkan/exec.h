@@ -24,6 +24,11 @@ typedef struct vk_exec_params {
     // Per value: the node that makes it and the last that reads it (graph
     // outputs: the node count), as the session's arena uses them.
     const int *def, *last;
+    // precision=fp16: float32 values are float16 on the device (converted on
+    // the host where they cross, on the device where a bound input is
+    // float32); nodes with no float16 kernel run on the cpu. dev must have
+    // info.fp16.
+    bool f16;
 } vk_exec_params;
 
 // Places the nodes of graph g (skip[i]: folded, not run) whose values have

@@ -408,7 +408,8 @@ static bool copy_supports(const reel_ir_node *n, reel_tensor *const *in, reel_te
 static int copy_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out);
 
 #define COPY_OP(var, Name, fn) \
-    static const copy_op var = { { .name = Name, .supports = copy_supports, .run = copy_run }, fn }
+    static const copy_op var = { { .name = Name, .supports = copy_supports, .run = copy_run, \
+                                    .supports_f16 = copy_supports }, fn }
 
 COPY_OP(op_identity, "Identity", plan_plain);
 COPY_OP(op_dropout, "Dropout", plan_dropout);
@@ -460,7 +461,7 @@ static int copy_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk
     int err = 0;
     if (!copy_plan_of(c, n, tin, tout, p))
         err = REEL_EINVAL;
-    else if (p->n && !(k = vk_ctx_kernel(ctx, "nn_copy", &error)))
+    else if (p->n && !(k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, "nn_copy"), &error)))
         err = kernel_error(error);
     for (int i = 0; i < p->n && !err; i++) {
         const walk *w = &p->job[i].w;
@@ -540,7 +541,7 @@ static int binary_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, 
     if (count_of(tout[0]) == 0)
         return 0;
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel(ctx, "nn_binary", &error);
+    reel_kernel *k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, "nn_binary"), &error);
     if (!k)
         return kernel_error(error);
     binary_push push = { .n = (uint32_t)walk_count(&w), .rank = (uint32_t)w.rank, .op = (uint32_t)code };
@@ -554,7 +555,8 @@ static int binary_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, 
 }
 
 #define BINARY_OP(var, Name) \
-    static const vk_op var = { .name = Name, .supports = binary_supports, .run = binary_run }
+    static const vk_op var = { .name = Name, .supports = binary_supports, .run = binary_run, \
+                               .supports_f16 = binary_supports }
 BINARY_OP(op_add, "Add");
 BINARY_OP(op_sub, "Sub");
 BINARY_OP(op_mul, "Mul");
@@ -646,14 +648,16 @@ static int unary_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, v
     if (push.n == 0)
         return 0;
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel(ctx, "nn_unary", &error);
+    reel_kernel *k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, "nn_unary"), &error);
     if (!k)
         return kernel_error(error);
     reel_mem *bufs[2] = { in[0]->mem, out[0]->mem };
     return vk_ctx_dispatch(ctx, k, bufs, 2, &push, sizeof push, push.n);
 }
 
-#define UNARY_OP(var, Name) static const vk_op var = { .name = Name, .supports = unary_supports, .run = unary_run }
+#define UNARY_OP(var, Name) \
+    static const vk_op var = { .name = Name, .supports = unary_supports, .run = unary_run, \
+                               .supports_f16 = unary_supports }
 UNARY_OP(op_relu, "Relu");
 UNARY_OP(op_leakyrelu, "LeakyRelu");
 UNARY_OP(op_clip, "Clip");
@@ -741,15 +745,17 @@ static int softmax_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in,
     if (count_of(tout[0]) == 0)
         return 0;
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel(ctx, "nn_softmax", &error);
+    reel_kernel *k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, "nn_softmax"), &error);
     if (!k)
         return kernel_error(error);
     reel_mem *bufs[2] = { in[0]->mem, out[0]->mem };
     return vk_ctx_dispatch(ctx, k, bufs, 2, &push, sizeof push, push.rows);
 }
 
-static const vk_op op_softmax = { .name = "Softmax", .supports = softmax_supports, .run = softmax_run };
-static const vk_op op_log_softmax = { .name = "LogSoftmax", .supports = softmax_supports, .run = softmax_run };
+static const vk_op op_softmax = { .name = "Softmax", .supports = softmax_supports, .run = softmax_run,
+                                  .supports_f16 = softmax_supports };
+static const vk_op op_log_softmax = { .name = "LogSoftmax", .supports = softmax_supports, .run = softmax_run,
+                                      .supports_f16 = softmax_supports };
 
 const vk_op *const vk_ops_basic[] = {
     &op_identity.op, &op_dropout.op, &op_reshape.op, &op_flatten.op, &op_squeeze.op, &op_unsqueeze.op,

@@ -129,12 +129,13 @@ static bool convt_supports(const reel_ir_node *n, reel_tensor *const *in, reel_t
     return convt_plan(n, in, out, &p);
 }
 
-// The kernel called name, made once per ctx, dispatched over `total` threads.
+// The kernel called name (its float16 form in an fp16 context), made once
+// per ctx, dispatched over `total` threads.
 static int dispatch(vk_ctx *ctx, const reel_ir_node *n, const char *name, reel_mem *const *bufs, int n_bufs,
                     const void *push, size_t push_size, uint64_t total)
 {
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel(ctx, name, &error);
+    reel_kernel *k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, name), &error);
     if (!k) {
         int code = error && error->domain == REEL_ERROR && error->code < 0 ? error->code : REEL_EUNSUPPORTED;
         g_warning("node %s (%s): %s", n->name, n->op, error ? error->message : name);
@@ -155,7 +156,7 @@ static int convt_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, v
     return dispatch(ctx, n, "nn_convtranspose", bufs, 4, &p, sizeof p, (uint64_t)p.total);
 }
 
-static const vk_op op_convtranspose = { "ConvTranspose", convt_supports, convt_run };
+static const vk_op op_convtranspose = { "ConvTranspose", convt_supports, convt_run, convt_supports };
 
 // ---- BatchNormalization
 
@@ -199,6 +200,6 @@ static int bn_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_t
     return dispatch(ctx, n, "nn_batchnorm", bufs, 6, &p, sizeof p, p.total);
 }
 
-static const vk_op op_batchnorm = { "BatchNormalization", bn_supports, bn_run };
+static const vk_op op_batchnorm = { "BatchNormalization", bn_supports, bn_run, bn_supports };
 
 const vk_op *const vk_ops_convt[] = { &op_convtranspose, &op_batchnorm, NULL };

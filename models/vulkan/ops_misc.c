@@ -7,7 +7,9 @@
 // features, and compute through integers where floats could differ (casts,
 // float64). supports() refuses what they do not cover (float16 comparisons,
 // which the cpu lacks too; sizes beyond int32 indexing), and those nodes run
-// on the cpu.
+// on the cpu. In an fp16 context float32 tensors are float16 words on the
+// device: the kernels see them as float16 (stored_views), and the host values
+// that nn_fill writes are converted.
 #include <string.h>
 
 #include "models/vulkan/vk_ops.h"
@@ -56,6 +58,55 @@ static bool indexable(const reel_tensor *t)
 static uint64_t words_of(const reel_tensor *t)
 {
     return ((uint64_t)count_of(t) * reel_dtype_size(t->dtype) + 3) / 4;
+}
+
+// A node's tensors as the device holds them: in an fp16 context float32
+// ones are float16 (their float32 host data left out: the kernels here never
+// read float data on the host). The rest are the node's own.
+#define MAX_IO 4
+typedef struct stored_views {
+    reel_tensor copy[2 * MAX_IO];
+    reel_tensor *in[MAX_IO], *out[MAX_IO];
+} stored_views;
+
+static reel_tensor *stored(reel_tensor *t, bool f16, reel_tensor *copy)
+{
+    if (!t || !f16 || t->dtype != REEL_DTYPE_FLOAT32)
+        return t;
+    *copy = *t;
+    copy->dtype = REEL_DTYPE_FLOAT16;
+    copy->nbytes = t->nbytes / 2;
+    copy->data = NULL;
+    return copy;
+}
+
+// False for a node of more inputs or outputs than the ops here take.
+static bool stored_views_init(stored_views *sv, const reel_ir_node *n, reel_tensor *const *in,
+                              reel_tensor *const *out, bool f16)
+{
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
+        return false;
+    memset(sv->in, 0, sizeof sv->in);
+    memset(sv->out, 0, sizeof sv->out);
+    for (int k = 0; k < n->n_inputs; k++)
+        sv->in[k] = stored(in[k], f16, &sv->copy[k]);
+    for (int k = 0; k < n->n_outputs; k++)
+        sv->out[k] = stored(out[k], f16, &sv->copy[MAX_IO + k]);
+    return true;
+}
+
+// The same from the tensors a run gets.
+static bool stored_views_of(stored_views *sv, const vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in,
+                            vk_tensor *const *out)
+{
+    reel_tensor *tin[MAX_IO] = { NULL }, *tout[MAX_IO] = { NULL };
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
+        return false;
+    for (int k = 0; k < n->n_inputs; k++)
+        tin[k] = in[k] ? (reel_tensor *)in[k]->t : NULL;
+    for (int k = 0; k < n->n_outputs; k++)
+        tout[k] = out[k] ? (reel_tensor *)out[k]->t : NULL;
+    return stored_views_init(sv, n, tin, tout, ctx->f16);
 }
 
 static bool same_shape(const reel_tensor *a, const reel_tensor *b)
@@ -161,7 +212,10 @@ typedef struct compare_push {
 } compare_push;
 _Static_assert(sizeof(compare_push) == 88, "gpu/kernel.c's nn_compare push size");
 
-static bool compare_plan(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, compare_push *p)
+// half: float16 inputs are float32 tensors of an fp16 context (the cpu
+// compares those; it has no float16 comparisons of its own).
+static bool compare_plan(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, bool half,
+                         compare_push *p)
 {
     if (n->n_inputs != 2 || n->n_outputs < 1 || !in[0] || !in[1] || !out[0])
         return false;
@@ -170,7 +224,7 @@ static bool compare_plan(const reel_ir_node *n, reel_tensor *const *in, reel_ten
     if (kind == EK_BOOL)
         kind = EK_U8;
     // The cpu compares no 16-bit types.
-    bool sixteen = kind == EK_U16 || kind == EK_I16 || kind == EK_F16;
+    bool sixteen = kind == EK_U16 || kind == EK_I16 || (kind == EK_F16 && !half);
     if (kind < 0 || sixteen || b->dtype != a->dtype || o->dtype != REEL_DTYPE_BOOL || !indexable(a) || !indexable(b) ||
         !indexable(o))
         return false;
@@ -186,21 +240,30 @@ static bool compare_plan(const reel_ir_node *n, reel_tensor *const *in, reel_ten
 static bool compare_supports(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
 {
     compare_push p;
-    return compare_plan(n, in, out, &p);
+    return compare_plan(n, in, out, false, &p);
+}
+
+static bool compare_supports_f16(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    compare_push p;
+    stored_views sv;
+    return stored_views_init(&sv, n, in, out, true) && compare_plan(n, sv.in, sv.out, true, &p);
 }
 
 static int compare_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out)
 {
     compare_push p;
-    if (!compare_plan(n, (reel_tensor *[]){ (reel_tensor *)in[0]->t, (reel_tensor *)in[1]->t },
-                      (reel_tensor *[]){ (reel_tensor *)out[0]->t }, &p))
+    stored_views sv;
+    if (!stored_views_of(&sv, ctx, n, in, out) || !compare_plan(n, sv.in, sv.out, ctx->f16, &p))
         return REEL_EINVAL;
     reel_mem *bufs[3] = { in[0]->mem, in[1]->mem, out[0]->mem };
-    return dispatch(ctx, n, "nn_compare", bufs, 3, &p, sizeof p, words_of(out[0]->t));
+    return dispatch(ctx, n, "nn_compare", bufs, 3, &p, sizeof p, words_of(sv.out[0]));
 }
 
-static const vk_op op_equal = { .name = "Equal", .supports = compare_supports, .run = compare_run };
-static const vk_op op_greater = { .name = "Greater", .supports = compare_supports, .run = compare_run };
+static const vk_op op_equal = { .name = "Equal", .supports = compare_supports, .run = compare_run,
+                                .supports_f16 = compare_supports_f16 };
+static const vk_op op_greater = { .name = "Greater", .supports = compare_supports, .run = compare_run,
+                                  .supports_f16 = compare_supports_f16 };
 
 // ---- Where --------------------------------------------------------------------
 
@@ -236,17 +299,25 @@ static bool where_supports(const reel_ir_node *n, reel_tensor *const *in, reel_t
     return where_plan(n, in, out, &p);
 }
 
+static bool where_supports_f16(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    where_push p;
+    stored_views sv;
+    return stored_views_init(&sv, n, in, out, true) && where_plan(n, sv.in, sv.out, &p);
+}
+
 static int where_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out)
 {
     where_push p;
-    reel_tensor *tin[3] = { (reel_tensor *)in[0]->t, (reel_tensor *)in[1]->t, (reel_tensor *)in[2]->t };
-    if (!where_plan(n, tin, (reel_tensor *[]){ (reel_tensor *)out[0]->t }, &p))
+    stored_views sv;
+    if (!stored_views_of(&sv, ctx, n, in, out) || !where_plan(n, sv.in, sv.out, &p))
         return REEL_EINVAL;
     reel_mem *bufs[4] = { in[0]->mem, in[1]->mem, in[2]->mem, out[0]->mem };
-    return dispatch(ctx, n, "nn_where", bufs, 4, &p, sizeof p, words_of(out[0]->t));
+    return dispatch(ctx, n, "nn_where", bufs, 4, &p, sizeof p, words_of(sv.out[0]));
 }
 
-static const vk_op op_where = { .name = "Where", .supports = where_supports, .run = where_run };
+static const vk_op op_where = { .name = "Where", .supports = where_supports, .run = where_run,
+                                .supports_f16 = where_supports_f16 };
 
 // ---- Cast ---------------------------------------------------------------------
 
@@ -272,17 +343,43 @@ static bool cast_supports(const reel_ir_node *n, reel_tensor *const *in, reel_te
     return cast_plan(n, in, out, &p);
 }
 
+// In an fp16 context a Cast between float32 and float16 copies the bits.
+static bool cast_supports_f16(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    cast_push p;
+    stored_views sv;
+    return stored_views_init(&sv, n, in, out, true) && cast_plan(n, sv.in, sv.out, &p);
+}
+
 static int cast_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out)
 {
     cast_push p;
-    if (!cast_plan(n, (reel_tensor *[]){ (reel_tensor *)in[0]->t }, (reel_tensor *[]){ (reel_tensor *)out[0]->t },
-                   &p))
+    stored_views sv;
+    if (!stored_views_of(&sv, ctx, n, in, out) || !cast_plan(n, sv.in, sv.out, &p))
         return REEL_EINVAL;
     reel_mem *bufs[2] = { in[0]->mem, out[0]->mem };
-    return dispatch(ctx, n, "nn_cast", bufs, 2, &p, sizeof p, words_of(out[0]->t));
+    return dispatch(ctx, n, "nn_cast", bufs, 2, &p, sizeof p, words_of(sv.out[0]));
 }
 
-static const vk_op op_cast = { .name = "Cast", .supports = cast_supports, .run = cast_run };
+static const vk_op op_cast = { .name = "Cast", .supports = cast_supports, .run = cast_run,
+                               .supports_f16 = cast_supports_f16 };
+
+int vk_convert_f32_to_f16(vk_ctx *ctx, reel_mem *src, reel_mem *dst, int64_t count)
+{
+    if (count < 0 || count > INT32_MAX / 4)
+        return REEL_EINVAL;
+    cast_push p = { .n = (uint32_t)count, .from = EK_F32, .to = EK_F16 };
+    GError *error = NULL;
+    reel_kernel *k = vk_ctx_kernel(ctx, "nn_cast", &error);
+    if (!k) {
+        int code = error && error->domain == REEL_ERROR && error->code < 0 ? error->code : REEL_EUNSUPPORTED;
+        g_warning("%s", error ? error->message : "nn_cast");
+        g_clear_error(&error);
+        return code;
+    }
+    reel_mem *bufs[2] = { src, dst };
+    return vk_ctx_dispatch(ctx, k, bufs, 2, &p, sizeof p, ((uint64_t)count + 1) / 2);
+}
 
 // ---- Gather -------------------------------------------------------------------
 
@@ -345,17 +442,25 @@ static bool gather_supports(const reel_ir_node *n, reel_tensor *const *in, reel_
     return gather_plan(n, in, out, &p);
 }
 
+static bool gather_supports_f16(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    gather_push p;
+    stored_views sv;
+    return stored_views_init(&sv, n, in, out, true) && gather_plan(n, sv.in, sv.out, &p);
+}
+
 static int gather_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out)
 {
     gather_push p;
-    if (!gather_plan(n, (reel_tensor *[]){ (reel_tensor *)in[0]->t, (reel_tensor *)in[1]->t },
-                     (reel_tensor *[]){ (reel_tensor *)out[0]->t }, &p))
+    stored_views sv;
+    if (!stored_views_of(&sv, ctx, n, in, out) || !gather_plan(n, sv.in, sv.out, &p))
         return REEL_EINVAL;
     reel_mem *bufs[3] = { in[0]->mem, in[1]->mem, out[0]->mem };
     return dispatch(ctx, n, "nn_gather", bufs, 3, &p, sizeof p, p.words);
 }
 
-static const vk_op op_gather = { .name = "Gather", .supports = gather_supports, .run = gather_run };
+static const vk_op op_gather = { .name = "Gather", .supports = gather_supports, .run = gather_run,
+                                 .supports_f16 = gather_supports_f16 };
 
 // ---- Shape, Constant, ConstantOfShape: host-known values ----------------------
 
@@ -473,7 +578,15 @@ static int fill_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk
     host_value v;
     if (!host_value_of(n, tin, (reel_tensor *[]){ (reel_tensor *)out[0]->t }, &v))
         return REEL_EINVAL;
-    uint32_t words = (uint32_t)words_of(out[0]->t);
+    // An fp16 context stores a float32 value as float16.
+    g_autofree uint16_t *halves = NULL;
+    if (ctx->f16 && out[0]->t->dtype == REEL_DTYPE_FLOAT32) {
+        halves = g_new(uint16_t, v.len / sizeof(float) + 1);
+        vk_f32_to_f16(v.pattern, halves, v.len / sizeof(float));
+        v.pattern = halves;
+        v.len /= 2;
+    }
+    uint32_t words = (uint32_t)((vk_stored_bytes(ctx->f16, out[0]->t) + 3) / 4);
     fill_push p = { .period = 1 };
     if (v.repeat) {
         // One element repeated: a word holds a whole number of them, or an
@@ -497,9 +610,13 @@ static int fill_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk
     return rc;
 }
 
-static const vk_op op_shape = { .name = "Shape", .supports = fill_supports, .run = fill_run };
-static const vk_op op_constant = { .name = "Constant", .supports = fill_supports, .run = fill_run };
-static const vk_op op_constant_of_shape = { .name = "ConstantOfShape", .supports = fill_supports, .run = fill_run };
+// The values are had on the host in any context; fill_run converts them.
+static const vk_op op_shape = { .name = "Shape", .supports = fill_supports, .run = fill_run,
+                                .supports_f16 = fill_supports };
+static const vk_op op_constant = { .name = "Constant", .supports = fill_supports, .run = fill_run,
+                                   .supports_f16 = fill_supports };
+static const vk_op op_constant_of_shape = { .name = "ConstantOfShape", .supports = fill_supports, .run = fill_run,
+                                            .supports_f16 = fill_supports };
 
 const vk_op *const vk_ops_misc[] = {
     &op_equal, &op_greater, &op_where, &op_cast, &op_gather, &op_shape, &op_constant, &op_constant_of_shape, NULL,

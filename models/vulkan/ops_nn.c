@@ -53,12 +53,13 @@ static const vk_tensor *vinput(const reel_ir_node *n, vk_tensor *const *in, int 
     return i < n->n_inputs ? in[i] : NULL;
 }
 
-// The kernel called name, made once per ctx; a REEL_E* code when the device
-// refuses it (the message goes to the log: run() has no GError).
+// The kernel called name (its float16 form in an fp16 context), made once
+// per ctx; a REEL_E* code when the device refuses it (the message goes to
+// the log: run() has no GError).
 static int kernel_of(vk_ctx *ctx, const char *name, reel_kernel **k)
 {
     GError *error = NULL;
-    if ((*k = vk_ctx_kernel(ctx, name, &error)))
+    if ((*k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, name), &error)))
         return 0;
     int code = error && error->code < 0 ? error->code : REEL_EUNSUPPORTED;
     g_warning("%s", error ? error->message : name);
@@ -192,7 +193,8 @@ static int conv_tiled_dispatch(vk_ctx *ctx, const conv_push *p, reel_mem *const 
         return REEL_EINVAL;
     const uint32_t constants[5] = { t->tm, t->tn, t->tk, t->rm, t->rn };
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel_spec(ctx, "nn_conv2d_tiled", (uint32_t)threads, constants, 5, &error);
+    reel_kernel *k = vk_ctx_kernel_spec(ctx, vk_ctx_float_kernel(ctx, "nn_conv2d_tiled"), (uint32_t)threads, constants,
+                                        5, &error);
     if (!k) {
         int code = error && error->code < 0 ? error->code : REEL_EUNSUPPORTED;
         g_warning("%s", error ? error->message : "nn_conv2d_tiled");
@@ -247,7 +249,7 @@ int vk_conv_run_tiled(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, 
     return conv_tiled_dispatch(ctx, &p, bufs, tiles);
 }
 
-static const vk_op op_conv = { "Conv", conv_supports, conv_run };
+static const vk_op op_conv = { "Conv", conv_supports, conv_run, conv_supports };
 
 // ---- Gemm
 
@@ -301,7 +303,7 @@ static int gemm_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk
     return gemm_dispatch(ctx, bufs, &p);
 }
 
-static const vk_op op_gemm = { "Gemm", gemm_supports, gemm_run };
+static const vk_op op_gemm = { "Gemm", gemm_supports, gemm_run, gemm_supports };
 
 // ---- MatMul
 
@@ -360,7 +362,7 @@ static int matmul_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, 
     return gemm_dispatch(ctx, bufs, &p);
 }
 
-static const vk_op op_matmul = { "MatMul", matmul_supports, matmul_run };
+static const vk_op op_matmul = { "MatMul", matmul_supports, matmul_run, matmul_supports };
 
 // ---- Pools
 
@@ -413,10 +415,10 @@ static int pool_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk
     return dispatch(ctx, "nn_pool2d", bufs, 2, &p, sizeof p, p.total);
 }
 
-static const vk_op op_maxpool = { "MaxPool", pool_supports, pool_run };
-static const vk_op op_averagepool = { "AveragePool", pool_supports, pool_run };
-static const vk_op op_globalaveragepool = { "GlobalAveragePool", pool_supports, pool_run };
-static const vk_op op_globalmaxpool = { "GlobalMaxPool", pool_supports, pool_run };
+static const vk_op op_maxpool = { "MaxPool", pool_supports, pool_run, pool_supports };
+static const vk_op op_averagepool = { "AveragePool", pool_supports, pool_run, pool_supports };
+static const vk_op op_globalaveragepool = { "GlobalAveragePool", pool_supports, pool_run, pool_supports };
+static const vk_op op_globalmaxpool = { "GlobalMaxPool", pool_supports, pool_run, pool_supports };
 
 const vk_op *const vk_ops_nn[] = {
     &op_conv, &op_gemm, &op_matmul, &op_maxpool, &op_averagepool, &op_globalaveragepool, &op_globalmaxpool, NULL,

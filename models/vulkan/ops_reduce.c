@@ -145,7 +145,7 @@ static int reduce_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, 
     if (p.n_out == 0)
         return 0;
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel(ctx, "nn_reduce", &error);
+    reel_kernel *k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, "nn_reduce"), &error);
     if (!k) {
         int code = error && error->domain == REEL_ERROR && error->code < 0 ? error->code : REEL_EUNSUPPORTED;
         g_warning("node %s (%s): %s", n->name, n->op, error ? error->message : "nn_reduce");
@@ -160,8 +160,11 @@ static int reduce_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, 
     return vk_ctx_dispatch(ctx, k, bufs, 2, &p, sizeof p, (uint64_t)p.n_out * local);
 }
 
-static const vk_op op_reduce_sum = { .name = "ReduceSum", .supports = reduce_supports, .run = reduce_run };
-static const vk_op op_reduce_mean = { .name = "ReduceMean", .supports = reduce_supports, .run = reduce_run };
-static const vk_op op_reduce_max = { .name = "ReduceMax", .supports = reduce_supports, .run = reduce_run };
+static const vk_op op_reduce_sum = { .name = "ReduceSum", .supports = reduce_supports, .run = reduce_run,
+                                     .supports_f16 = reduce_supports };
+static const vk_op op_reduce_mean = { .name = "ReduceMean", .supports = reduce_supports, .run = reduce_run,
+                                     .supports_f16 = reduce_supports };
+static const vk_op op_reduce_max = { .name = "ReduceMax", .supports = reduce_supports, .run = reduce_run,
+                                     .supports_f16 = reduce_supports };
 
 const vk_op *const vk_ops_reduce[] = { &op_reduce_sum, &op_reduce_mean, &op_reduce_max, NULL };

@@ -302,15 +302,17 @@ static int resize_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, 
     if (push.n == 0)
         return 0;
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel(ctx, "nn_resize", &error);
+    reel_kernel *k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, "nn_resize"), &error);
     if (!k)
         return kernel_error(error);
     reel_mem *bufs[2] = { in[0]->mem, out[0]->mem };
     return vk_ctx_dispatch(ctx, k, bufs, 2, &push, sizeof push, push.n);
 }
 
-static const vk_op op_resize = { .name = "Resize", .supports = resize_supports, .run = resize_run };
-static const vk_op op_upsample = { .name = "Upsample", .supports = resize_supports, .run = resize_run };
+static const vk_op op_resize = { .name = "Resize", .supports = resize_supports, .run = resize_run,
+                                 .supports_f16 = resize_supports };
+static const vk_op op_upsample = { .name = "Upsample", .supports = resize_supports, .run = resize_run,
+                                   .supports_f16 = resize_supports };
 
 // ---- Pad ----------------------------------------------------------------------
 
@@ -389,13 +391,13 @@ static int pad_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_
     if (push.n == 0)
         return 0;
     GError *error = NULL;
-    reel_kernel *k = vk_ctx_kernel(ctx, "nn_pad", &error);
+    reel_kernel *k = vk_ctx_kernel(ctx, vk_ctx_float_kernel(ctx, "nn_pad"), &error);
     if (!k)
         return kernel_error(error);
     reel_mem *bufs[2] = { in[0]->mem, out[0]->mem };
     return vk_ctx_dispatch(ctx, k, bufs, 2, &push, sizeof push, push.n);
 }
 
-static const vk_op op_pad = { .name = "Pad", .supports = pad_supports, .run = pad_run };
+static const vk_op op_pad = { .name = "Pad", .supports = pad_supports, .run = pad_run, .supports_f16 = pad_supports };
 
 const vk_op *const vk_ops_resize[] = { &op_resize, &op_upsample, &op_pad, NULL };

@@ -1,4 +1,5 @@
-// The Vulkan ops' shared context: kernels made once, dispatch sizing, the op
+// The Vulkan ops' shared context: kernels made once (their float16 forms in
+// an fp16 context), dispatch sizing, float16 conversions on the host, the op
 // table and activation codes (models/vulkan/vk_ops.h).
 #include <string.h>
 
@@ -59,6 +60,75 @@ reel_kernel *vk_ctx_kernel_spec(vk_ctx *ctx, const char *name, uint32_t local_si
     }
     g_hash_table_insert(ctx->kernels, g_string_free(key, FALSE), k);
     return k;
+}
+
+const char *vk_ctx_float_kernel(const vk_ctx *ctx, const char *name)
+{
+    if (!ctx->f16)
+        return name;
+    char *f16 = g_strconcat(name, "_f16", NULL);
+    const char *interned = g_intern_string(f16); // a handful of names, kept for the program's life
+    g_free(f16);
+    return interned;
+}
+
+size_t vk_stored_bytes(bool f16, const reel_tensor *t)
+{
+    return f16 && t->dtype == REEL_DTYPE_FLOAT32 ? t->nbytes / 2 : t->nbytes;
+}
+
+// Rounds to nearest even: below 2^-14 into the subnormals (steps of 2^-24),
+// from 65520 on to infinity; a NaN stays a quiet NaN with the top of its
+// payload.
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+    if (ax >= 0x7f800000)
+        return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 | ((ax >> 13) & 0x3ff) : 0));
+    if (ax >= 0x477ff000) // 65520
+        return (uint16_t)(sign | 0x7c00);
+    if (ax >= 0x38800000) { // 2^-14: normal; rebias and round away 13 bits
+        uint32_t h = ax - 0x38000000;
+        return (uint16_t)(sign | ((h + 0xfff + ((h >> 13) & 1)) >> 13));
+    }
+    if (ax < 0x33000000) // below 2^-25 (2^-25 itself ties to even: 0)
+        return (uint16_t)sign;
+    uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000, shift = 126 - e; // value / 2^-24 = m >> shift
+    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    r += rem > half || (rem == half && (r & 1));
+    return (uint16_t)(sign | r); // r may round up to 0x400, the smallest normal
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x;
+    if (exp == 0x1f)
+        x = sign | 0x7f800000 | (man << 13);
+    else if (exp)
+        x = sign | ((exp + 112) << 23) | (man << 13);
+    else if (!man)
+        x = sign;
+    else { // subnormal: normalise
+        int lead = 10 - g_bit_nth_msf(man, -1); // man's leading bit to bit 10
+        x = sign | ((uint32_t)(113 - lead) << 23) | (((man << lead) & 0x3ff) << 13);
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+void vk_f32_to_f16(const float *src, uint16_t *dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = f32_to_f16(src[i]);
+}
+
+void vk_f16_to_f32(const uint16_t *src, float *dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = f16_to_f32(src[i]);
 }
 
 int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, int n_buffers, const void *push,

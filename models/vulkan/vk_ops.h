@@ -21,10 +21,17 @@ typedef struct vk_tensor {
 // What ops dispatch with: the device, its kernels (made on first use and
 // kept), and a 16-byte buffer to bind where an optional input is absent
 // (kernels have a fixed number of bindings).
+//
+// In an fp16 context (precision=fp16) every float32 tensor on the device is
+// stored as float16: ops dispatch the float kernels' _f16 forms
+// (vk_ctx_float_kernel) and size raw words by vk_stored_bytes(). The
+// tensors' dtypes (vk_tensor.t) stay float32, and constant data on the host
+// too.
 typedef struct vk_ctx {
     reel_device *dev;
     GHashTable *kernels; // name -> reel_kernel *
     reel_mem *dummy;
+    bool f16;            // float32 tensors are float16 on the device
     reel_batch *batch;   // when set, dispatches gather here for one submission
     bool profile;        // time each dispatch on the device (one submission each)
     int64_t profile_ns;  // device time of the dispatches since it was last zeroed
@@ -45,6 +52,20 @@ reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error);
 reel_kernel *vk_ctx_kernel_spec(vk_ctx *ctx, const char *name, uint32_t local_size, const uint32_t *constants,
                                uint32_t n_constants, GError **error);
 
+// The kernel to run on float tensors: `name`, or its float16-storage form
+// "name_f16" in an fp16 context (a string that lives as long as the program).
+const char *vk_ctx_float_kernel(const vk_ctx *ctx, const char *name);
+
+// The bytes of a tensor of t's dtype and shape on the device: half its host
+// bytes for a float32 in an fp16 context (f16), the same otherwise.
+size_t vk_stored_bytes(bool f16, const reel_tensor *t);
+
+// float32 <-> float16 (IEEE binary16) on the host, rounding to nearest even
+// (overflow to +-inf, NaN kept a NaN), for values crossing to and from an
+// fp16 device.
+void vk_f32_to_f16(const float *src, uint16_t *dst, size_t n);
+void vk_f16_to_f32(const uint16_t *src, float *dst, size_t n);
+
 // Dispatches `kernel` over `invocations` threads (one dimension; groups
 // computed from the kernel's local size; over 65535 groups spread into y).
 int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, int n_buffers, const void *push,
@@ -59,6 +80,10 @@ typedef struct vk_op {
     // Records the node's work on ctx->dev (inputs NULL where omitted).
     // Returns 0 or a REEL_E* code.
     int (*run)(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out);
+    // The same question for an fp16 context, asked of nodes that touch a
+    // float32 tensor (stored as float16 there); NULL: the op has no float16
+    // form, and such nodes run on the cpu.
+    bool (*supports_f16)(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out);
 } vk_op;
 
 // The op table (NULL-terminated), by family; vk_op_find looks one up.
@@ -70,6 +95,10 @@ extern const vk_op *const vk_ops_misc[];
 extern const vk_op *const vk_ops_reduce[]; // models/vulkan/ops_reduce.c: ReduceSum, ReduceMean, ReduceMax
 extern const vk_op *const vk_ops_convt[];  // models/vulkan/ops_convt.c: ConvTranspose, BatchNormalization
 const vk_op *vk_op_find(const char *name);
+
+// count float32 values in src into float16 ones in dst, on the device
+// (nn_cast: rounding as the cpu's Cast). 0 or a REEL_E* code.
+int vk_convert_f32_to_f16(vk_ctx *ctx, reel_mem *src, reel_mem *dst, int64_t count);
 
 // Conv's tiled kernel (gpu/shaders/nn_conv2d_tiled.comp): TM x TN output
 // tiles (channels x pixels), TK-wide slices of the products, RM x RN per

@@ -6,6 +6,12 @@
 # cpu splits the model in partitions with exactly the expected bytes
 # crossing; strict placement refuses that, naming the node; a device memory
 # limit puts a prefix on the device and leaves the outputs unchanged.
+# precision=fp16 (float16 on the device): the same models within 2e-2 of the
+# cpu's largest output magnitude (measured: BlazeFace front 1.4e-3, back
+# 3.0e-3, MobileNetV2 5.1e-4, ResNet-18 5.7e-4, YOLOv8n 5.1e-4), the device
+# arena half of fp32's, half the bytes crossing at a partition edge, fp16
+# refused on the cpu, and a face pipeline with infer precision=fp16 finding
+# the faces fp32 finds (box corners within 2 pixels).
 # Usage: test_vulkan_models.sh REEL SOURCE_DIR TEST_MODELS_DIR WORK_DIR
 set -euo pipefail
 reel=$1 src=$2 models=$3 work=$4
@@ -30,6 +36,25 @@ same() {
   cat "$dir/placement"
   echo "$name:"
   $py "$src/tests/models/compare_npy.py" "$dir/vk" "$dir/cpu" 1e-4 || fail "$name differs between cpu and vulkan:0"
+  same_fp16 "$model" "$input" "$npy"
+}
+
+# The device arena in a placement line.
+arena_of() { sed -n 's/.*device arena \([0-9]*\) bytes.*/\1/p' "$1"; }
+
+# same_fp16 MODEL INPUT NPY: after same(), fp16 on vulkan:0 against the cpu's
+# outputs, with half the device arena of fp32.
+same_fp16() {
+  local model=$1 input=$2 npy=$3 name dir a32 a16
+  name=$(basename "$model" .onnx) dir=$work/out/$name
+  "$reel" model run "$model" --input "$input=$npy" --output-dir "$dir/vk16" --device vulkan:0 --precision fp16 \
+    2> "$dir/placement16"
+  cat "$dir/placement16"
+  echo "$name in fp16:"
+  $py "$src/tests/models/compare_npy.py" "$dir/vk16" "$dir/cpu" 2e-2 || fail "$name in fp16 differs from the cpu"
+  a32=$(arena_of "$dir/placement") a16=$(arena_of "$dir/placement16")
+  [ -n "$a16" ] && [ "$a16" -gt 0 ] && [ $((2 * a16)) -eq "$a32" ] \
+    || fail "$name: device arena $a16 bytes in fp16, $a32 in fp32"
 }
 
 img=/usr/lib/python3/dist-packages/skimage/data/astronaut.png
@@ -72,5 +97,68 @@ echo "$out"
 grep -q "1 nodes on the device, 2 on the cpu, 2 partitions" <<< "$out" || fail "limit: unexpected partition"
 "$reel" model run "$chain" --input X="$npy" --output-dir "$work/chain-cpu"
 $py "$src/tests/models/compare_npy.py" "$work/limited" "$work/chain-cpu" 1e-6 || fail "limit: outputs differ"
+# fp16 with the Sigmoid on the cpu: float16 crosses, half the bytes.
+out=$(REEL_VULKAN_CPU_OPS=Sigmoid "$reel" model run "$chain" --input X="$npy" --output-dir "$work/chain16" \
+  --device vulkan:0 --precision fp16 2>&1)
+echo "$out"
+grep -q "vulkan:0 (fp16): 2 nodes on the device, 1 on the cpu, 3 partitions; per inference 1024 bytes to the device, \
+1024 back" <<< "$out" || fail "chain in fp16: unexpected partition"
+$py "$src/tests/models/compare_npy.py" "$work/chain16" "$work/chain-cpu" 2e-3 || fail "chain in fp16: outputs differ"
+# A real model split by a node kept on the cpu in fp16.
+mdir=$work/out/mobilenetv2-224
+REEL_VULKAN_CPU_OPS=GlobalAveragePool "$reel" model run "$work/shaped/mobilenetv2-224.onnx" \
+  --input input="$work/random-224.npy" --output-dir "$mdir/split16" --device vulkan:0 --precision fp16 2>&1 \
+  | tee "$mdir/split16.txt"
+grep -q "1 on the cpu, 3 partitions" "$mdir/split16.txt" || fail "mobilenetv2 in fp16: unexpected partition"
+$py "$src/tests/models/compare_npy.py" "$mdir/split16" "$mdir/cpu" 2e-2 || fail "mobilenetv2 split in fp16 differs"
+# fp16 needs a GPU with 16-bit floats.
+if out=$("$reel" model run "$chain" --input X="$npy" --output-dir "$work/chain-x" --precision fp16 2>&1); then
+  fail "fp16 on the cpu was accepted"
+fi
+echo "$out"
+grep -q "precision=fp16 needs a GPU with 16-bit float support; cpu has none" <<< "$out" \
+  || fail "fp16 on the cpu: unexpected message"
+
+# A face pipeline on vulkan:0, the model's input bound from preprocess's
+# device memory (converted there: nothing crosses), fp16 against fp32.
+clip=$work/faces.mp4
+[ -s "$clip" ] || "$src/scripts/make-faces-clip" "$clip" 12
+pipeline="source location=$clip ! decode ! preprocess ! infer model=blazeface-front precision=PREC ! detect"
+for prec in fp32 fp16; do
+  "$reel" run --report --device vulkan:0 "${pipeline/PREC/$prec} ! metasink location=$work/faces-$prec.jsonl" \
+    > "$work/faces-$prec.txt" 2>&1 || fail "face pipeline in $prec failed"
+done
+grep "model blazeface-front" "$work/faces-fp16.txt"
+grep -q "model blazeface-front (fp16): all [0-9]* nodes on the device; per inference 0 bytes to the device" \
+  "$work/faces-fp16.txt" || fail "faces in fp16: the input crossed or nodes ran on the cpu"
+# On the cpu the element refuses fp16, naming itself.
+if out=$("$reel" run -q "${pipeline/PREC/fp16} ! metasink location=$work/faces-cpu.jsonl" 2>&1); then
+  fail "infer precision=fp16 on the cpu was accepted"
+fi
+echo "$out"
+grep -q "infer0: precision=fp16 needs a GPU with 16-bit float support; cpu has none" <<< "$out" \
+  || fail "infer precision=fp16 on the cpu: unexpected message"
+$py - "$work/faces-fp32.jsonl" "$work/faces-fp16.jsonl" <<'PY' || fail "faces in fp16 differ from fp32"
+import json, sys
+runs = [[json.loads(l).get("detections", []) for l in open(p)] for p in sys.argv[1:]]
+bad, faces, worst = 0, 0, 0.0
+if len(runs[0]) != len(runs[1]) or not runs[0]:
+    sys.exit(f"{len(runs[0])} frames in fp32, {len(runs[1])} in fp16")
+for n, (a, b) in enumerate(zip(*runs)):
+    if len(a) != len(b):
+        print(f"frame {n}: {len(a)} faces in fp32, {len(b)} in fp16")
+        bad += 1
+        continue
+    for d in a:
+        err = min(max(abs(x - y) for x, y in zip(d["box"], e["box"])) for e in b)
+        score = min(abs(d["score"] - e["score"]) for e in b)
+        worst, faces = max(worst, err), faces + 1
+        if err > 2.0 or score > 0.02:
+            print(f"frame {n}: box {d['box']} off by {err:.2f} px, score by {score:.4f}")
+            bad += 1
+print(f"faces: {faces} in {len(runs[0])} frames, fp16 boxes within {worst:.3f} px of fp32")
+sys.exit(1 if bad or not faces else 0)
+PY
+
 [ "$failed" -eq 0 ] && echo "all passed"
 exit $failed
