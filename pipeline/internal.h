@@ -30,6 +30,7 @@ typedef struct reel_link {
     int capacity;                  // soft bound: upstream is not scheduled while full
     reel_leaky leaky;
     atomic_long dropped;
+    int64_t max_age_ns;            // leaky links: older buffers (since capture) are dropped at pop; 0: none
     reel_caps sent_format;         // producer only: the format of the last buffer sent
 } reel_link;
 

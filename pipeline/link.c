@@ -34,10 +34,12 @@ void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky)
     }
 }
 
+static int pop_one(reel_link *l, reel_buffer **buf);
+
 void reel_link_reset(reel_link *l)
 {
     reel_buffer *b;
-    while (l->ring && reel_link_pop(l, &b) == 0)
+    while (l->ring && pop_one(l, &b) == 0)
         reel_buffer_unref(&b);
     atomic_store(&l->eos, false);
     atomic_store(&l->src_waiting, false);
@@ -101,7 +103,8 @@ void reel_link_push_eos(reel_link *l)
     reel_sched_notify(l->dst);
 }
 
-int reel_link_pop(reel_link *l, reel_buffer **buf)
+// One buffer, EOS, or nothing yet.
+static int pop_one(reel_link *l, reel_buffer **buf)
 {
     // EOS is read first: everything pushed before it is visible after.
     bool eos = atomic_load_explicit(&l->eos, memory_order_acquire);
@@ -124,6 +127,23 @@ int reel_link_pop(reel_link *l, reel_buffer **buf)
     if (atomic_load(&l->src_waiting) && queued(l) <= l->capacity / 2 && atomic_exchange(&l->src_waiting, false))
         reel_sched_notify(l->src);
     return 0;
+}
+
+// A buffer past the link's latency bound (max_age_ns since capture).
+static bool too_old(const reel_link *l, const reel_buffer *buf)
+{
+    return l->max_age_ns > 0 && buf->capture_ns > 0 && reel_now_ns() - buf->capture_ns > l->max_age_ns;
+}
+
+int reel_link_pop(reel_link *l, reel_buffer **buf)
+{
+    int rc;
+    // A live pipeline's bound: stale buffers are dropped, the next one taken.
+    while ((rc = pop_one(l, buf)) == 0 && too_old(l, *buf)) {
+        atomic_fetch_add(&l->dropped, 1);
+        reel_buffer_unref(buf);
+    }
+    return rc;
 }
 
 // The flag and the head are a Dekker pair: upstream stores the flag then

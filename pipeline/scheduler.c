@@ -384,6 +384,12 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
         }
         e->started = true;
     }
+    // The latency bound applies where the elements said to drop (started
+    // elements have configured their inputs).
+    for (guint i = 0; i < p->links->len; i++) {
+        reel_link *l = p->links->pdata[i];
+        l->max_age_ns = l->leaky != REEL_LEAKY_NO ? (int64_t)p->params.latency_ms * 1000000 : 0;
+    }
 
     p->start_us = g_get_monotonic_time();
     p->end_us = 0;

@@ -22,6 +22,7 @@ typedef struct run_opts {
     bool quiet;
     int threads;
     int queue_size;
+    int latency_ms;
 } run_opts;
 
 // The live status line: per sink (one per stream), frames per second since
@@ -60,6 +61,7 @@ static const char run_usage[] =
     "  --trace FILE         a Chrome/Perfetto trace: a track per element, a span per buffer\n"
     "  --threads N          worker threads (default: one per core)\n"
     "  --queue-size N       default capacity of every link, in buffers (default 8)\n"
+    "  --latency MS         live bound: leaky queues drop frames captured longer ago than MS\n"
     "  -q, --quiet          no summary line\n"
     "\n"
     "On a terminal, a live pipeline (a source with is-live or live on) shows a status line\n"
@@ -211,6 +213,8 @@ static int parse_opts(int argc, char **argv, run_opts *o)
             o->quiet = true;
         else if (strcmp(a, "--threads") == 0 && has_next && parse_int_arg(argv[i + 1], &o->threads))
             i++;
+        else if (strcmp(a, "--latency") == 0 && has_next && parse_int_arg(argv[i + 1], &o->latency_ms))
+            i++;
         else if (strcmp(a, "--queue-size") == 0 && has_next && parse_int_arg(argv[i + 1], &o->queue_size))
             i++;
         else {
@@ -334,8 +338,8 @@ int cmd_run(int argc, char **argv)
     GError *err = NULL;
     s.pipeline = reel_parse_launch(text, origin,
                                    reel_pipeline_params(.threads = o.threads, .queue_size = o.queue_size,
-                                                        .trace = o.trace != NULL, .bus_handler = on_message,
-                                                        .bus_user = &ui),
+                                                        .latency_ms = o.latency_ms, .trace = o.trace != NULL,
+                                                        .bus_handler = on_message, .bus_user = &ui),
                                    &err);
     g_free(text);
     g_free(origin);

@@ -17,6 +17,10 @@ typedef struct reel_pipeline_params {
     int queue_size;     // default capacity (buffers) of every link; 0: 8
     int stats_interval_ms; // period of STATS messages while run/wait waits; 0: 1000; <0: none
     bool trace;         // record a span per buffer processed, for reel_pipeline_write_trace()
+    // Live latency bound, ms: a leaky link (a leaky queue) drops a buffer
+    // captured longer ago than this instead of passing it on, counted with
+    // its other drops; 0: none.
+    int latency_ms;
     reel_bus_handler bus_handler; // may be NULL
     void *bus_user;
 } reel_pipeline_params;

@@ -14,14 +14,19 @@
 
 #include "reel/reel.h"
 
-static reel_pipeline *build(const char *text, int queue_size)
+static reel_pipeline *build_live(const char *text, int queue_size, int latency_ms)
 {
     GError *err = NULL;
-    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2, .queue_size = queue_size),
-                                         &err);
+    reel_pipeline *p = reel_parse_launch(
+        text, NULL, reel_pipeline_params(.threads = 2, .queue_size = queue_size, .latency_ms = latency_ms), &err);
     if (!p)
         fail_msg("%s", err->message);
     return p;
+}
+
+static reel_pipeline *build(const char *text, int queue_size)
+{
+    return build_live(text, queue_size, 0);
 }
 
 static void run_ok(reel_pipeline *p)
@@ -163,6 +168,31 @@ static void test_leaky_queue_bounds_latency(void **state)
     assert_true(during.peak_live - before.live < 32);
     reel_pipeline_destroy(&p);
     assert_int_equal(reel_buffer_get_stats().live, before.live);
+}
+
+// A pipeline's latency bound: a leaky queue with room for a second of
+// frames still passes none captured longer ago than the bound; the late
+// ones count as its drops.
+static void test_latency_bound(void **state)
+{
+    (void)state;
+    const int frames = 200, queue_size = 2, sleep_ms = 20, latency_ms = 60;
+    reel_pipeline *p = build_live("testsrc is-live=true framerate=200 num-buffers=200 ! video/raw,width=32,height=24 "
+                                  "! queue name=q max-size=256 leaky=downstream ! identity sleep-us=20000 "
+                                  "! fakesink name=out",
+                                  queue_size, latency_ms);
+    run_ok(p);
+    reel_element_report q = report_of(p, "q"), out = report_of(p, "out");
+    // The queue never fills: every drop is one past the bound.
+    assert_true(q.dropped > frames / 2);
+    assert_int_equal(out.buffers_in + q.dropped, frames);
+    // Past the queue a frame waits at most for the link after it and the
+    // slow element: (queue-size + 1) frames of sleep. Doubled for a busy
+    // machine; without the bound the last frames would wait seconds.
+    double bound_ms = 2.0 * (latency_ms + (queue_size + 1) * sleep_ms);
+    if (out.latency_p99_ms >= bound_ms)
+        fail_msg("latency p99 %.1f ms, over the bound of %.1f ms", out.latency_p99_ms, bound_ms);
+    reel_pipeline_destroy(&p);
 }
 
 // rate fps=5 on a 25 fps stream keeps every fifth frame, 200 ms apart.
@@ -334,6 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_latency_in_report),
         cmocka_unit_test(test_leaky_queue_bounds_latency),
+        cmocka_unit_test(test_latency_bound),
         cmocka_unit_test(test_rate_samples),
         cmocka_unit_test(test_four_streams_batched),
         cmocka_unit_test(test_four_live_streams_batched),
