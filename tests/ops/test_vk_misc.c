@@ -8,22 +8,11 @@
 // bit for bit. Also what supports() must refuse. Exit 77 without a Vulkan
 // device; under REEL_VULKAN_VALIDATION=1 any validation message fails the test.
 #include <math.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
 
-#include "models/op.h"
-#include "models/vulkan/vk_ops.h"
-
-#define MAX_IN 6
-#define MAX_OUT 3
-
-static reel_device *dev;
-static vk_ctx ctx;
+#include "tests/ops/vk_op_harness.h"
 
 // ---- tensors ------------------------------------------------------------------
 
@@ -31,21 +20,6 @@ typedef struct shape {
     int rank;
     int64_t d[8];
 } shape;
-
-static void set_int(reel_tensor *t, int64_t i, int64_t v)
-{
-    switch (t->dtype) {
-    case REEL_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)v; break;
-    case REEL_DTYPE_FLOAT64: ((double *)t->data)[i] = (double)v; break;
-    case REEL_DTYPE_INT64: ((int64_t *)t->data)[i] = v; break;
-    case REEL_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
-    case REEL_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)v; break;
-    case REEL_DTYPE_UINT16: case REEL_DTYPE_FLOAT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
-    case REEL_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
-    case REEL_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
-    default: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
-    }
-}
 
 // Random values in [lo, hi] (integers for integer types; bool: 0 or 1).
 static reel_tensor *rnd(reel_dtype dt, shape s, unsigned seed, int64_t lo, int64_t hi)
@@ -57,7 +31,7 @@ static reel_tensor *rnd(reel_dtype dt, shape s, unsigned seed, int64_t lo, int64
         if (dt == REEL_DTYPE_FLOAT32)
             ((float *)t->data)[i] = (float)lo + (float)(hi - lo) * (float)rand_r(&seed) / (float)RAND_MAX;
         else
-            set_int(t, i, lo + (int64_t)(rand_r(&seed) % (hi - lo + 1)));
+            vkt_set_int(t, i, lo + (int64_t)(rand_r(&seed) % (hi - lo + 1)));
     }
     return t;
 }
@@ -65,227 +39,6 @@ static reel_tensor *rnd(reel_dtype dt, shape s, unsigned seed, int64_t lo, int64
 static reel_tensor *frand(shape s, unsigned seed)
 {
     return rnd(REEL_DTYPE_FLOAT32, s, seed, -2, 2);
-}
-
-static reel_tensor *vec(reel_dtype dt, int n, const int64_t *v)
-{
-    int64_t d[1] = { n };
-    reel_tensor *t = reel_tensor_new(dt, 1, d);
-    for (int i = 0; i < n; i++)
-        set_int(t, i, v[i]);
-    return t;
-}
-
-// ---- nodes --------------------------------------------------------------------
-
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[10];
-    int n_attrs;
-    unsigned consts; // bit i: input i is a constant (its data visible to supports)
-    unsigned hide;   // bit i: constant for infer, but supports sees no data (made at run time)
-    int n_out;       // 0: 1
-    float tol;       // 0: 1e-5
-    bool exact;      // float32 too compared bit for bit (ops that move or convert values)
-} opcall;
-
-static void attr_ints(opcall *c, const char *name, int n, const int64_t *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = (int64_t *)v,
-                                             .n = n };
-}
-
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_float(opcall *c, const char *name, float v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_FLOAT, .f = v };
-}
-
-static void attr_floats(opcall *c, const char *name, int n, const float *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_FLOATS, .floats = (float *)v,
-                                             .n = n };
-}
-
-static void attr_string(opcall *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
-
-static void attr_tensor(opcall *c, const char *name, reel_tensor *t)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_TENSOR, .t = t };
-}
-
-static reel_mem *device_mem(size_t size)
-{
-    GError *error = NULL;
-    reel_mem *m = reel_mem_new(dev, reel_mem_params(.size = MAX(size, 16), .domain = REEL_MEM_DEVICE), &error);
-    if (!m)
-        fail_msg("%s", error->message);
-    return m;
-}
-
-// Output k of the device against the cpu's: float32 within c->tol (unless
-// c->exact), other types bit for bit.
-static void compare(const opcall *c, const reel_tensor *got, const reel_tensor *want, int k, const char *what)
-{
-    int64_t n = reel_tensor_count(want->rank, want->shape);
-    if (c->exact || want->dtype != REEL_DTYPE_FLOAT32) {
-        size_t es = reel_dtype_size(want->dtype);
-        for (int64_t i = 0; i < n; i++)
-            if (memcmp((const char *)got->data + i * es, (const char *)want->data + i * es, es) != 0) {
-                uint64_t a = 0, b = 0;
-                memcpy(&a, (const char *)got->data + i * es, es);
-                memcpy(&b, (const char *)want->data + i * es, es);
-                fail_msg("%s: output %d element %" G_GINT64_FORMAT " is 0x%" G_GINT64_MODIFIER "x on vulkan, 0x%"
-                         G_GINT64_MODIFIER "x on the cpu", what, k, i, a, b);
-            }
-        return;
-    }
-    float tol = c->tol ? c->tol : 1e-5f;
-    const float *a = got->data, *b = want->data;
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabsf(a[i] - b[i]) <= tol * (1 + fabsf(b[i]))) && !(isnan(a[i]) && isnan(b[i])) && !(a[i] == b[i]))
-            fail_msg("%s: output %d element %" G_GINT64_FORMAT " is %.9g on vulkan, %.9g on the cpu", what, k, i,
-                     a[i], b[i]);
-}
-
-// Runs the node's vk_op on device copies of the inputs into got[].
-static void run_device(const vk_op *vop, const reel_ir_node *n, reel_tensor **in, reel_tensor *iview,
-                       reel_tensor **got, reel_tensor *oview, const char *what)
-{
-    vk_tensor vi[MAX_IN], vo[MAX_OUT], *pvi[MAX_IN], *pvo[MAX_OUT];
-    for (int i = 0; i < n->n_inputs; i++) {
-        pvi[i] = in[i] ? &vi[i] : NULL;
-        if (!in[i])
-            continue;
-        vi[i] = (vk_tensor){ device_mem(in[i]->nbytes), &iview[i] };
-        if (in[i]->nbytes)
-            assert_int_equal(reel_mem_upload(vi[i].mem, 0, in[i]->data, in[i]->nbytes, NULL), 0);
-    }
-    for (int i = 0; i < n->n_outputs; i++) {
-        vo[i] = (vk_tensor){ device_mem(got[i]->nbytes), &oview[i] };
-        // Poisoned, so an element the kernel forgets to write shows.
-        memset(got[i]->data, 0xa5, got[i]->nbytes);
-        if (got[i]->nbytes)
-            assert_int_equal(reel_mem_upload(vo[i].mem, 0, got[i]->data, got[i]->nbytes, NULL), 0);
-        pvo[i] = &vo[i];
-    }
-    int rc = vop->run(&ctx, n, pvi, pvo);
-    if (rc)
-        fail_msg("%s: run: %s", what, reel_strerror(rc));
-    for (int k = 0; k < n->n_outputs; k++) {
-        if (got[k]->nbytes)
-            assert_int_equal(reel_mem_download(vo[k].mem, 0, got[k]->data, got[k]->nbytes, NULL), 0);
-        reel_mem_unref(&vo[k].mem);
-    }
-    for (int i = 0; i < n->n_inputs; i++)
-        if (in[i])
-            reel_mem_unref(&vi[i].mem);
-}
-
-// Runs the cpu op into want[] (with the scratch it asks for).
-static void run_cpu(const reel_op *op, const reel_ir_node *n, reel_tensor **in, reel_tensor **want, int opset,
-                    const char *what)
-{
-    size_t scratch_size = op->scratch ? op->scratch(n, in, want) : 0;
-    void *scratch = scratch_size ? g_malloc0(scratch_size) : NULL;
-    reel_exec_ctx ectx = { .opset = opset, .threads = 1, .scratch = scratch, .scratch_size = scratch_size };
-    int rc = op->run(n, in, want, &ectx);
-    g_free(scratch);
-    if (rc)
-        fail_msg("%s: the cpu op failed: %s", what, reel_strerror(rc));
-}
-
-// One node on the cpu and on vulkan:0. Takes the inputs (NULL: omitted).
-// With `want_support` false, only checks supports() refuses.
-static void run_case(const opcall *c, int n_in, reel_tensor **in, bool want_support, const char *what)
-{
-    const reel_op *op = reel_op_find(c->op);
-    const vk_op *vop = vk_op_find(c->op);
-    assert_non_null(op);
-    if (!vop)
-        fail_msg("%s: no Vulkan op %s", what, c->op);
-    int n_out = c->n_out ? c->n_out : 1;
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = 18;
-    int inputs[MAX_IN], outputs[MAX_OUT];
-    for (int i = 0; i < n_in; i++) {
-        inputs[i] = -1;
-        if (!in[i])
-            continue;
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-        if (c->consts & (1u << i))
-            v->constant = in[i]; // borrowed: unset before the graph is freed
-    }
-    for (int i = 0; i < n_out; i++) {
-        char name[8] = { 'y', (char)('0' + i) };
-        outputs[i] = reel_ir_add_value(g, name);
-    }
-    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
-                       .n_outputs = n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
-    GError *error = NULL;
-    if (op->infer(g, &n, &error))
-        fail_msg("%s: infer: %s", what, error->message);
-    reel_tensor *want[MAX_OUT], *got[MAX_OUT], oview[MAX_OUT], iview[MAX_IN];
-    reel_tensor *ov[MAX_OUT], *iv[MAX_IN];
-    for (int i = 0; i < n_out; i++) {
-        reel_ir_value *v = reel_ir_value_at(g, outputs[i]);
-        want[i] = reel_tensor_new(v->dtype, v->rank, v->dims);
-        got[i] = reel_tensor_new(v->dtype, v->rank, v->dims);
-        if (!want[i] || !got[i])
-            fail_msg("%s: infer left output %d without a concrete shape", what, i);
-        oview[i] = *got[i];
-        oview[i].data = NULL;
-        ov[i] = &oview[i];
-    }
-    for (int i = 0; i < n_in; i++) {
-        iv[i] = in[i] ? &iview[i] : NULL;
-        if (in[i]) {
-            iview[i] = *in[i];
-            if (!(c->consts & (1u << i)) || (c->hide & (1u << i)))
-                iview[i].data = NULL;
-        }
-    }
-    bool supported = vop->supports(&n, iv, ov);
-    if (supported != want_support)
-        fail_msg("%s: supports() says %s", what, supported ? "yes" : "no");
-    if (supported) {
-        run_cpu(op, &n, in, want, g->opset, what);
-        run_device(vop, &n, in, iview, got, oview, what);
-        for (int k = 0; k < n_out; k++)
-            compare(c, got[k], want[k], k, what);
-    }
-    for (int i = 0; i < n_in; i++) {
-        if (in[i] && (c->consts & (1u << i)))
-            reel_ir_value_at(g, inputs[i])->constant = NULL;
-        reel_tensor_free(&in[i]);
-    }
-    for (int i = 0; i < n_out; i++) {
-        reel_tensor_free(&want[i]);
-        reel_tensor_free(&got[i]);
-    }
-    reel_ir_graph_free(&g);
-}
-
-static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
-{
-    run_case(c, n_in, in, true, what);
-}
-
-static void refuse(const opcall *c, int n_in, reel_tensor **in, const char *what)
-{
-    run_case(c, n_in, in, false, what);
 }
 
 // ---- Equal, Greater, Where ------------------------------------------------------
@@ -359,12 +112,12 @@ static void comparisons(void **state)
                 }
                 char what[96];
                 g_snprintf(what, sizeof what, "%s %s pair %zu", ops[o], reel_dtype_name(dt), p);
-                check(&(opcall){ .op = ops[o] }, 2, (reel_tensor *[]){ a, b }, what);
+                vkt_check(&(vkt_call){ .op = ops[o] }, 2, (reel_tensor *[]){ a, b }, what);
             }
     // A constant operand, as models compare with a threshold.
-    reel_tensor *in[2] = { rnd(REEL_DTYPE_INT64, (shape){ 2, { 4, 6 } }, 5, -4, 4), vec(REEL_DTYPE_INT64, 1,
-                                                                                        (int64_t[]){ 0 }) };
-    check(&(opcall){ .op = "Greater", .consts = 2 }, 2, in, "Greater than a constant");
+    reel_tensor *in[2] = { rnd(REEL_DTYPE_INT64, (shape){ 2, { 4, 6 } }, 5, -4, 4),
+                           vkt_ints(REEL_DTYPE_INT64, 1, (int64_t[]){ 0 }) };
+    vkt_check(&(vkt_call){ .op = "Greater", .consts = 2 }, 2, in, "Greater than a constant");
 }
 
 static void wheres(void **state)
@@ -398,7 +151,7 @@ static void wheres(void **state)
             }
             char what[96];
             g_snprintf(what, sizeof what, "Where %s case %zu", reel_dtype_name(dt), k);
-            check(&(opcall){ .op = "Where", .exact = true }, 3, in, what);
+            vkt_check(&(vkt_call){ .op = "Where", .exact = true }, 3, in, what);
         }
 }
 
@@ -493,10 +246,10 @@ static reel_tensor *cast_source(reel_dtype dt, int n, unsigned seed)
             ((float *)t->data)[i] = i < (int)G_N_ELEMENTS(fedge) ? fedge[i]
                                         : -1000.0f + 2000.0f * (float)rand_r(&seed) / (float)RAND_MAX;
         else if (i < (int)G_N_ELEMENTS(iedge))
-            set_int(t, i, iedge[i]);
+            vkt_set_int(t, i, iedge[i]);
         else
-            set_int(t, i, (int64_t)(((uint64_t)rand_r(&seed) << 33) ^ ((uint64_t)rand_r(&seed) << 10) ^
-                                    (uint64_t)rand_r(&seed)) >> (rand_r(&seed) % 48));
+            vkt_set_int(t, i, (int64_t)(((uint64_t)rand_r(&seed) << 33) ^ ((uint64_t)rand_r(&seed) << 10) ^
+                                        (uint64_t)rand_r(&seed)) >> (rand_r(&seed) % 48));
     }
     for (int k = 0; k < 2 && at + k < n && dt == REEL_DTYPE_FLOAT32; k++)
         memcpy((float *)t->data + at + k, &snan32[k], 4);
@@ -516,18 +269,18 @@ static void casts(void **state)
     for (size_t f = 0; f < G_N_ELEMENTS(cast_types); f++)
         for (size_t t = 0; t < G_N_ELEMENTS(cast_types); t++)
             for (size_t k = 0; k < G_N_ELEMENTS(counts); k++) {
-                opcall c = { .op = "Cast", .exact = true };
-                attr_int(&c, "to", onnx_type(cast_types[t]));
+                vkt_call c = { .op = "Cast", .exact = true };
+                vkt_attr_int(&c, "to", onnx_type(cast_types[t]));
                 char what[96];
                 g_snprintf(what, sizeof what, "Cast %s to %s, %d elements", reel_dtype_name(cast_types[f]),
                            reel_dtype_name(cast_types[t]), counts[k]);
-                check(&c, 1, (reel_tensor *[]){ cast_source(cast_types[f], counts[k], seed++) }, what);
+                vkt_check(&c, 1, (reel_tensor *[]){ cast_source(cast_types[f], counts[k], seed++) }, what);
             }
     // A shaped tensor, not only vectors.
-    opcall c = { .op = "Cast", .exact = true };
-    attr_int(&c, "to", 7);
-    check(&c, 1, (reel_tensor *[]){ rnd(REEL_DTYPE_FLOAT32, (shape){ 3, { 2, 3, 5 } }, 9, -100, 100) },
-          "Cast float32 to int64, 2x3x5");
+    vkt_call c = { .op = "Cast", .exact = true };
+    vkt_attr_int(&c, "to", 7);
+    vkt_check(&c, 1, (reel_tensor *[]){ rnd(REEL_DTYPE_FLOAT32, (shape){ 3, { 2, 3, 5 } }, 9, -100, 100) },
+              "Cast float32 to int64, 2x3x5");
 }
 
 // ---- Gather -----------------------------------------------------------------------
@@ -561,16 +314,16 @@ static void gathers(void **state)
                 reel_dtype it = form == 1 ? REEL_DTYPE_INT32 : REEL_DTYPE_INT64;
                 reel_tensor *idx = reel_tensor_new(it, cases[k].idx.rank, cases[k].idx.d);
                 for (int64_t i = 0; i < reel_tensor_count(idx->rank, idx->shape); i++)
-                    set_int(idx, i, cases[k].v[i]);
+                    vkt_set_int(idx, i, cases[k].v[i]);
                 reel_dtype dt = types[t];
                 reel_tensor *x = rnd(dt, cases[k].x, seed++, dt == REEL_DTYPE_BOOL ? 0 : -30000,
                                      dt == REEL_DTYPE_BOOL ? 1 : 30000);
-                opcall c = { .op = "Gather", .consts = 2, .hide = form ? 2 : 0, .exact = true };
+                vkt_call c = { .op = "Gather", .consts = 2, .hide = form ? 2 : 0, .exact = true };
                 if (cases[k].axis)
-                    attr_int(&c, "axis", cases[k].axis);
+                    vkt_attr_int(&c, "axis", cases[k].axis);
                 char what[96];
                 g_snprintf(what, sizeof what, "Gather %s case %zu form %d", reel_dtype_name(dt), k, form);
-                check(&c, 2, (reel_tensor *[]){ x, idx }, what);
+                vkt_check(&c, 2, (reel_tensor *[]){ x, idx }, what);
             }
 }
 
@@ -585,19 +338,14 @@ static void gather_out_of_range(void **state)
         ((float *)x->data)[i] = (float)(i + 1);
     int64_t v[3] = { 1, 4, ((int64_t)1 << 33) + 2 };
     memcpy(idx->data, v, sizeof v);
-    reel_ir_node n = { .name = "n", .op = "Gather", .n_inputs = 2, .n_outputs = 1 };
-    int64_t os[2] = { 3, 3 };
-    reel_tensor *got = reel_tensor_new(REEL_DTYPE_FLOAT32, 2, os);
-    reel_tensor xv = *x, iv = *idx, ov = *got;
-    xv.data = iv.data = ov.data = NULL;
-    const vk_op *vop = vk_op_find("Gather");
-    assert_true(vop->supports(&n, (reel_tensor *[]){ &xv, &iv }, (reel_tensor *[]){ &ov }));
-    run_device(vop, &n, (reel_tensor *[]){ x, idx }, (reel_tensor[]){ xv, iv }, &got, &ov, "Gather out of range");
+    vkt_case k;
+    vkt_case_init(&k, &(vkt_call){ .op = "Gather" }, 2, (reel_tensor *[]){ x, idx }, "Gather out of range");
+    assert_true(vkt_case_supported(&k));
+    vkt_case_run_device(&k, NULL);
     static const float want[9] = { 4, 5, 6, 0, 0, 0, 0, 0, 0 };
-    assert_memory_equal(got->data, want, sizeof want);
-    reel_tensor_free(&x);
-    reel_tensor_free(&idx);
-    reel_tensor_free(&got);
+    assert_int_equal(k.got[0]->nbytes, sizeof want);
+    assert_memory_equal(k.got[0]->data, want, sizeof want);
+    vkt_case_clear(&k);
 }
 
 // ---- Shape, Constant, ConstantOfShape ------------------------------------------------
@@ -616,14 +364,14 @@ static void shapes(void **state)
     static const reel_dtype types[] = { REEL_DTYPE_FLOAT32, REEL_DTYPE_UINT8 };
     for (size_t t = 0; t < G_N_ELEMENTS(types); t++)
         for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
-            opcall c = { .op = "Shape", .exact = true };
+            vkt_call c = { .op = "Shape", .exact = true };
             if (cases[k].start != 99)
-                attr_int(&c, "start", cases[k].start);
+                vkt_attr_int(&c, "start", cases[k].start);
             if (cases[k].end != 99)
-                attr_int(&c, "end", cases[k].end);
+                vkt_attr_int(&c, "end", cases[k].end);
             char what[64];
             g_snprintf(what, sizeof what, "Shape %s case %zu", reel_dtype_name(types[t]), k);
-            check(&c, 1, (reel_tensor *[]){ rnd(types[t], cases[k].x, (unsigned)k, 0, 1) }, what);
+            vkt_check(&c, 1, (reel_tensor *[]){ rnd(types[t], cases[k].x, (unsigned)k, 0, 1) }, what);
         }
 }
 
@@ -643,32 +391,32 @@ static void constants(void **state)
     for (size_t k = 0; k < G_N_ELEMENTS(tensors); k++) {
         reel_tensor *v = rnd(tensors[k].dt, tensors[k].s, (unsigned)k, tensors[k].dt == REEL_DTYPE_BOOL ? 0 : -999,
                              tensors[k].dt == REEL_DTYPE_BOOL ? 1 : 999);
-        opcall c = { .op = "Constant", .exact = true };
-        attr_tensor(&c, "value", v);
+        vkt_call c = { .op = "Constant", .exact = true };
+        vkt_attr_tensor(&c, "value", v);
         char what[64];
         g_snprintf(what, sizeof what, "Constant value %zu", k);
-        check(&c, 0, NULL, what);
+        vkt_check(&c, 0, NULL, what);
         reel_tensor_free(&v);
     }
-    opcall c = { .op = "Constant", .exact = true };
-    attr_float(&c, "value_float", -2.75f);
-    check(&c, 0, NULL, "Constant value_float");
-    c = (opcall){ .op = "Constant", .exact = true };
-    attr_int(&c, "value_int", -((int64_t)5 << 40));
-    check(&c, 0, NULL, "Constant value_int");
+    vkt_call c = { .op = "Constant", .exact = true };
+    vkt_attr_float(&c, "value_float", -2.75f);
+    vkt_check(&c, 0, NULL, "Constant value_float");
+    c = (vkt_call){ .op = "Constant", .exact = true };
+    vkt_attr_int(&c, "value_int", -((int64_t)5 << 40));
+    vkt_check(&c, 0, NULL, "Constant value_int");
     static const float fl[5] = { 1, -2, 3.5f, 0, 1e-20f };
-    c = (opcall){ .op = "Constant", .exact = true };
-    attr_floats(&c, "value_floats", 5, fl);
-    check(&c, 0, NULL, "Constant value_floats");
+    c = (vkt_call){ .op = "Constant", .exact = true };
+    vkt_attr_floats(&c, "value_floats", 5, fl);
+    vkt_check(&c, 0, NULL, "Constant value_floats");
     static const int64_t il[3] = { 7, -1, INT64_MIN };
-    c = (opcall){ .op = "Constant", .exact = true };
-    attr_ints(&c, "value_ints", 3, il);
-    check(&c, 0, NULL, "Constant value_ints");
+    c = (vkt_call){ .op = "Constant", .exact = true };
+    vkt_attr_ints(&c, "value_ints", 3, il);
+    vkt_check(&c, 0, NULL, "Constant value_ints");
     // Past 64 dispatches of 28 words: the cpu writes it.
     reel_tensor *big = rnd(REEL_DTYPE_FLOAT32, (shape){ 1, { 2000 } }, 1, -1, 1);
-    c = (opcall){ .op = "Constant", .exact = true };
-    attr_tensor(&c, "value", big);
-    refuse(&c, 0, NULL, "Constant of 2000 floats");
+    c = (vkt_call){ .op = "Constant", .exact = true };
+    vkt_attr_tensor(&c, "value", big);
+    vkt_refuse(&c, 0, NULL, "Constant of 2000 floats");
     reel_tensor_free(&big);
 }
 
@@ -689,20 +437,20 @@ static void constants_of_shape(void **state)
     };
     for (size_t k = 0; k < G_N_ELEMENTS(cases); k++)
         for (int hidden = 0; hidden < 2; hidden++) {
-            opcall c = { .op = "ConstantOfShape", .consts = 1, .hide = hidden ? 1 : 0, .exact = true };
+            vkt_call c = { .op = "ConstantOfShape", .consts = 1, .hide = hidden ? 1 : 0, .exact = true };
             reel_tensor *v = NULL;
             if (cases[k].dt != REEL_DTYPE_NONE) {
                 int64_t one[1] = { 1 };
                 v = reel_tensor_new(cases[k].dt, 1, one);
-                set_int(v, 0, cases[k].value);
-                attr_tensor(&c, "value", v);
+                vkt_set_int(v, 0, cases[k].value);
+                vkt_attr_tensor(&c, "value", v);
             }
             int64_t sd[1] = { cases[k].rank };
             reel_tensor *s = reel_tensor_new(REEL_DTYPE_INT64, 1, sd);
             memcpy(s->data, cases[k].d, sizeof(int64_t) * (size_t)cases[k].rank);
             char what[64];
             g_snprintf(what, sizeof what, "ConstantOfShape case %zu%s", k, hidden ? " (shape made at run time)" : "");
-            check(&c, 1, (reel_tensor *[]){ s }, what);
+            vkt_check(&c, 1, (reel_tensor *[]){ s }, what);
             reel_tensor_free(&v);
         }
 }
@@ -745,39 +493,39 @@ static void reductions(void **state)
             for (int as_input = 0; as_input < 2; as_input++) {
                 if (cases[k].n_axes < 0 && as_input)
                     continue;
-                opcall c = { .op = ops[o], .tol = 1e-4f };
+                vkt_call c = { .op = ops[o], .tol = 1e-4f };
                 if (cases[k].keepdims >= 0)
-                    attr_int(&c, "keepdims", cases[k].keepdims);
+                    vkt_attr_int(&c, "keepdims", cases[k].keepdims);
                 if (cases[k].noop)
-                    attr_int(&c, "noop_with_empty_axes", 1);
+                    vkt_attr_int(&c, "noop_with_empty_axes", 1);
                 reel_tensor *in[2] = { frand(cases[k].x, seed++), NULL };
                 int n_in = 1;
                 if (as_input) { // opset 18 (13 for ReduceSum): axes as a constant input
-                    in[1] = vec(REEL_DTYPE_INT64, cases[k].n_axes, cases[k].axes);
+                    in[1] = vkt_ints(REEL_DTYPE_INT64, cases[k].n_axes, cases[k].axes);
                     c.consts = 2;
                     n_in = 2;
                 } else if (cases[k].n_axes > 0) {
-                    attr_ints(&c, "axes", cases[k].n_axes, cases[k].axes);
+                    vkt_attr_ints(&c, "axes", cases[k].n_axes, cases[k].axes);
                 }
                 char what[96];
                 g_snprintf(what, sizeof what, "%s case %zu%s", ops[o], k, as_input ? " (axes input)" : "");
-                check(&c, n_in, in, what);
+                vkt_check(&c, n_in, in, what);
             }
     // Axes computed at run time stay on the cpu.
-    opcall c = { .op = "ReduceSum", .consts = 2, .hide = 2 };
-    refuse(&c, 2, (reel_tensor *[]){ frand((shape){ 2, { 3, 4 } }, 1), vec(REEL_DTYPE_INT64, 1, (int64_t[]){ 1 }) },
-           "ReduceSum with run-time axes");
+    vkt_call c = { .op = "ReduceSum", .consts = 2, .hide = 2 };
+    reel_tensor *axes = vkt_ints(REEL_DTYPE_INT64, 1, (int64_t[]){ 1 });
+    vkt_refuse(&c, 2, (reel_tensor *[]){ frand((shape){ 2, { 3, 4 } }, 1), axes }, "ReduceSum with run-time axes");
     // Rank 8 alternating kept and reduced dims: two walks of 4 dims.
     int64_t ax8[4] = { 0, 2, 4, 6 };
-    c = (opcall){ .op = "ReduceMax" };
-    attr_ints(&c, "axes", 4, ax8);
-    check(&c, 1, (reel_tensor *[]){ frand((shape){ 8, { 2, 3, 2, 3, 2, 3, 2, 3 } }, 2) }, "ReduceMax rank 8");
+    c = (vkt_call){ .op = "ReduceMax" };
+    vkt_attr_ints(&c, "axes", 4, ax8);
+    vkt_check(&c, 1, (reel_tensor *[]){ frand((shape){ 8, { 2, 3, 2, 3, 2, 3, 2, 3 } }, 2) }, "ReduceMax rank 8");
     // NaN propagates through Max when the reduced dims are innermost.
     reel_tensor *x = frand((shape){ 2, { 4, 9 } }, 3);
     ((float *)x->data)[5] = NAN;
-    c = (opcall){ .op = "ReduceMax" };
-    attr_ints(&c, "axes", 1, (int64_t[]){ 1 });
-    check(&c, 1, (reel_tensor *[]){ x }, "ReduceMax with a NaN");
+    c = (vkt_call){ .op = "ReduceMax" };
+    vkt_attr_ints(&c, "axes", 1, (int64_t[]){ 1 });
+    vkt_check(&c, 1, (reel_tensor *[]){ x }, "ReduceMax with a NaN");
 }
 
 // ---- ConvTranspose, BatchNormalization ------------------------------------------------
@@ -814,35 +562,36 @@ static void convtransposes(void **state)
     };
     for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
         const convt_case *t = &cases[k];
-        opcall c = { .op = "ConvTranspose", .consts = 6, .tol = 1e-4f };
+        vkt_call c = { .op = "ConvTranspose", .consts = 6, .tol = 1e-4f };
         if (t->group != 1)
-            attr_int(&c, "group", t->group);
+            vkt_attr_int(&c, "group", t->group);
         if (t->strides[0])
-            attr_ints(&c, "strides", t->sp, t->strides);
+            vkt_attr_ints(&c, "strides", t->sp, t->strides);
         if (t->pads[0] || t->pads[1] || t->pads[t->sp])
-            attr_ints(&c, "pads", 2 * t->sp, t->pads);
+            vkt_attr_ints(&c, "pads", 2 * t->sp, t->pads);
         if (t->dil[0])
-            attr_ints(&c, "dilations", t->sp, t->dil);
+            vkt_attr_ints(&c, "dilations", t->sp, t->dil);
         if (t->opad[0] || t->opad[1])
-            attr_ints(&c, "output_padding", t->sp, t->opad);
+            vkt_attr_ints(&c, "output_padding", t->sp, t->opad);
         if (t->oshape[0])
-            attr_ints(&c, "output_shape", t->sp, t->oshape);
+            vkt_attr_ints(&c, "output_shape", t->sp, t->oshape);
         if (t->auto_pad)
-            attr_string(&c, "auto_pad", t->auto_pad);
+            vkt_attr_string(&c, "auto_pad", t->auto_pad);
         if (k % 3 == 0)
-            attr_ints(&c, "kernel_shape", t->sp, t->w.d + 2);
+            vkt_attr_ints(&c, "kernel_shape", t->sp, t->w.d + 2);
         int64_t m = t->w.d[1] * t->group;
         reel_tensor *in[3] = { frand(t->x, (unsigned)(k * 3)), frand(t->w, (unsigned)(k * 3 + 1)),
                                t->bias ? frand((shape){ 1, { m } }, (unsigned)(k * 3 + 2)) : NULL };
         char what[64];
         g_snprintf(what, sizeof what, "ConvTranspose case %zu", k);
-        check(&c, t->bias ? 3 : 2, in, what);
+        vkt_check(&c, t->bias ? 3 : 2, in, what);
     }
     // A kernel_shape the weights do not hold stays on the cpu.
-    opcall c = { .op = "ConvTranspose", .consts = 2 };
-    attr_ints(&c, "kernel_shape", 2, (int64_t[]){ 2, 2 });
-    refuse(&c, 2, (reel_tensor *[]){ frand((shape){ 4, { 1, 2, 3, 3 } }, 1), frand((shape){ 4, { 2, 2, 3, 3 } }, 2) },
-           "ConvTranspose kernel_shape unlike the weights");
+    vkt_call c = { .op = "ConvTranspose", .consts = 2 };
+    vkt_attr_ints(&c, "kernel_shape", 2, (int64_t[]){ 2, 2 });
+    vkt_refuse(&c, 2,
+               (reel_tensor *[]){ frand((shape){ 4, { 1, 2, 3, 3 } }, 1), frand((shape){ 4, { 2, 2, 3, 3 } }, 2) },
+               "ConvTranspose kernel_shape unlike the weights");
 }
 
 static void batchnorms(void **state)
@@ -856,12 +605,12 @@ static void batchnorms(void **state)
         unsigned seed = (unsigned)(k * 10);
         reel_tensor *in[5] = { frand(xs[k], seed), frand(ch, seed + 1), frand(ch, seed + 2), frand(ch, seed + 3),
                                rnd(REEL_DTYPE_FLOAT32, ch, seed + 4, 0, 3) };
-        opcall c = { .op = "BatchNormalization", .consts = 30, .tol = 1e-5f };
+        vkt_call c = { .op = "BatchNormalization", .consts = 30, .tol = 1e-5f };
         if (k % 2)
-            attr_float(&c, "epsilon", 1e-3f);
+            vkt_attr_float(&c, "epsilon", 1e-3f);
         char what[64];
         g_snprintf(what, sizeof what, "BatchNormalization case %zu", k);
-        check(&c, 5, in, what);
+        vkt_check(&c, 5, in, what);
     }
 }
 
@@ -878,7 +627,7 @@ static void refusals(void **state)
     assert_false(vk_op_find("Equal")->supports(&eq, (reel_tensor *[]){ &h, &h }, (reel_tensor *[]){ &hb }));
     // Rank-8 broadcasting with nothing to merge: more dims than the kernels walk.
     shape a8 = { 8, { 2, 1, 2, 1, 2, 1, 2, 1 } }, b8 = { 8, { 1, 2, 1, 2, 1, 2, 1, 2 } };
-    refuse(&(opcall){ .op = "Greater" }, 2, (reel_tensor *[]){ frand(a8, 1), frand(b8, 2) }, "rank-8 Greater");
+    vkt_refuse(&(vkt_call){ .op = "Greater" }, 2, (reel_tensor *[]){ frand(a8, 1), frand(b8, 2) }, "rank-8 Greater");
     // BatchNormalization's running statistics are training outputs; the cpu's
     // infer refuses them, so only supports() is asked here.
     reel_ir_node n = { .name = "n", .op = "BatchNormalization", .n_inputs = 5, .n_outputs = 3 };
@@ -889,49 +638,13 @@ static void refusals(void **state)
     assert_true(bn->supports(&n, (reel_tensor *[]){ &x, &v, &v, &v, &v }, (reel_tensor *[]){ &x, NULL, NULL }));
 }
 
-// ---- fixture ------------------------------------------------------------------------
-
-static int setup(void **state)
-{
-    (void)state;
-    GError *error = NULL;
-    dev = reel_device_open("vulkan:0", &error);
-    if (!dev) {
-        fprintf(stderr, "no Vulkan device: %s\n", error->message);
-        g_error_free(error);
-        return -1;
-    }
-    if (vk_ctx_init(&ctx, dev, &error) == 0)
-        return 0;
-    fprintf(stderr, "%s\n", error->message);
-    g_error_free(error);
-    return -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    vk_ctx_clear(&ctx);
-    reel_device_unref(&dev);
-    // Messages can come from any call, teardown included.
-    return reel_device_validation_messages() == 0 ? 0 : -1;
-}
-
 int main(void)
 {
-    GError *error = NULL;
-    reel_device *probe = reel_device_open("vulkan:0", &error);
-    if (!probe) {
-        printf("skipping: no Vulkan device (%s)\n", error->message);
-        g_error_free(error);
-        return 77;
-    }
-    reel_device_unref(&probe);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(comparisons),   cmocka_unit_test(wheres),         cmocka_unit_test(casts),
         cmocka_unit_test(gathers),       cmocka_unit_test(gather_out_of_range), cmocka_unit_test(shapes),
         cmocka_unit_test(constants),     cmocka_unit_test(constants_of_shape), cmocka_unit_test(reductions),
         cmocka_unit_test(convtransposes), cmocka_unit_test(batchnorms),    cmocka_unit_test(refusals),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return vkt_run_group(tests, G_N_ELEMENTS(tests), 18, false);
 }

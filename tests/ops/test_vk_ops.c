@@ -5,21 +5,11 @@
 // Exit 77 without a Vulkan device; under REEL_VULKAN_VALIDATION=1 any
 // validation message fails the test.
 #include <math.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
 
-#include "models/op.h"
-#include "models/vulkan/vk_ops.h"
-
-#define MAX_IN 4
-
-static reel_device *dev;
-static vk_ctx ctx;
+#include "tests/ops/vk_op_harness.h"
 
 static reel_tensor *random_tensor(reel_dtype dt, int rank, const int64_t *shape, unsigned *seed)
 {
@@ -33,157 +23,51 @@ static reel_tensor *random_tensor(reel_dtype dt, int rank, const int64_t *shape,
     return t;
 }
 
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[10];
-    int n_attrs;
-    const char *fused;
-    float fa, fb;
-    int opset;
-} opcall;
-
-static void attr_ints(opcall *c, const char *name, int n, const int64_t *v)
+// Each element of got within 1e-6 (relative; absolute below 1) of the
+// first tiling's.
+static void agree(const reel_tensor *got, const reel_tensor *first, const char *what)
 {
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = (int64_t *)v, .n = n };
-}
-
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_str(opcall *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
-
-static void attr_float(opcall *c, const char *name, float v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_FLOAT, .f = v };
-}
-
-static reel_ir_node node_of(const opcall *c, int *inputs, int n_in, int *outputs, int n_out)
-{
-    return (reel_ir_node){ .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
-                           .n_outputs = n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs,
-                           .fused = c->fused, .fused_a = c->fa, .fused_b = c->fb };
-}
-
-static reel_mem *to_device(const reel_tensor *t)
-{
-    GError *error = NULL;
-    reel_mem *m = reel_mem_new(dev, reel_mem_params(.size = MAX(t->nbytes, 4), .domain = REEL_MEM_DEVICE), &error);
-    if (!m)
-        fail_msg("%s", error->message);
-    assert_int_equal(reel_mem_upload(m, 0, t->data, t->nbytes, NULL), 0);
-    return m;
-}
-
-// Fills m with NaN (all bits set): an element a kernel leaves unwritten fails.
-static void poison(reel_mem *m, size_t size)
-{
-    void *nan = g_malloc(size);
-    memset(nan, 0xff, size);
-    assert_int_equal(reel_mem_upload(m, 0, nan, size, NULL), 0);
-    g_free(nan);
-}
-
-// Whether got is want within tol relative (tol absolute below 1); else fails naming the element.
-static void compare(const reel_tensor *got, const reel_tensor *want, float tol, const char *what, const char *with,
-                    const char *ref)
-{
-    const float *a = got->data, *b = want->data;
-    for (size_t i = 0; i < want->nbytes / 4; i++)
-        if (!(fabsf(a[i] - b[i]) <= tol * MAX(1.0f, fabsf(b[i]))))
-            fail_msg("%s: element %zu is %g on vulkan%s, %g %s", what, i, a[i], b[i], with, ref);
+    const float *a = got->data, *b = first->data;
+    for (size_t i = 0; i < first->nbytes / 4; i++)
+        if (!(fabsf(a[i] - b[i]) <= 1e-6f * MAX(1.0f, fabsf(b[i]))))
+            fail_msg("%s: element %zu is %g on vulkan, %g with the first tiling", what, i, a[i], b[i]);
 }
 
 // Infers and runs the node on the cpu, runs it with its vk_op and compares
 // within 1e-4 relative (1e-4 absolute below 1); for a Conv also with each of
 // the n_tilings tilings of its tiled kernel, whose results must moreover
 // agree with each other within 1e-6. Takes the inputs (NULL: omitted).
-static void check_tilings(const opcall *c, int n_in, reel_tensor **in, const char *what, const vk_conv_tiles *tilings,
+static void check_tilings(const vkt_call *c, int n_in, reel_tensor **in, const char *what, const vk_conv_tiles *tilings,
                           int n_tilings)
 {
-    const reel_op *op = reel_op_find(c->op);
-    const vk_op *vop = vk_op_find(c->op);
-    assert_non_null(op);
-    assert_non_null(vop);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = c->opset ? c->opset : 13;
-    int inputs[MAX_IN], output = reel_ir_add_value(g, "y");
-    for (int i = 0; i < n_in; i++) {
-        inputs[i] = -1;
-        if (!in[i])
-            continue;
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-    }
-    reel_ir_node n = node_of(c, inputs, n_in, &output, 1);
-    GError *error = NULL;
-    if (op->infer(g, &n, &error))
-        fail_msg("%s: infer: %s", what, error->message);
-    reel_ir_value *v = reel_ir_value_at(g, output);
-    reel_tensor *want = reel_tensor_new(v->dtype, v->rank, v->dims), *got = reel_tensor_new(v->dtype, v->rank, v->dims);
-    reel_tensor *first = reel_tensor_new(v->dtype, v->rank, v->dims);
-    reel_tensor *outs[1] = { want };
-    reel_exec_ctx ectx = { .opset = g->opset, .threads = 1 };
-    ectx.scratch_size = op->scratch ? op->scratch(&n, in, outs) : 0;
-    ectx.scratch = g_malloc0(ectx.scratch_size + 1);
-    assert_int_equal(op->run(&n, in, outs, &ectx), 0);
-    g_free(ectx.scratch);
-
-    if (!vop->supports(&n, in, outs))
+    vkt_call call = *c;
+    call.tol = 1e-4f;
+    vkt_case k;
+    vkt_case_init(&k, &call, n_in, in, what);
+    if (!vkt_case_supported(&k))
         fail_msg("%s: the vk op does not support it", what);
-    vk_tensor vt[MAX_IN], vo = { .t = got };
-    vk_tensor *vin[MAX_IN];
-    for (int i = 0; i < n_in; i++) {
-        vin[i] = in[i] ? &vt[i] : NULL;
-        if (in[i])
-            vt[i] = (vk_tensor){ to_device(in[i]), in[i] };
-    }
-    GError *err = NULL;
-    size_t out_size = MAX(got->nbytes, 4);
-    vo.mem = reel_mem_new(dev, reel_mem_params(.size = out_size, .domain = REEL_MEM_DEVICE), &err);
-    assert_non_null(vo.mem);
-    vk_tensor *vout[1] = { &vo };
-    poison(vo.mem, out_size);
-    assert_int_equal(vop->run(&ctx, &n, vin, vout), 0);
-    assert_int_equal(reel_mem_download(vo.mem, 0, got->data, got->nbytes, NULL), 0);
-    compare(got, want, 1e-4f, what, "", "on the cpu");
-
+    vkt_case_run_cpu(&k);
+    vkt_case_run_device(&k, NULL);
+    vkt_case_compare(&k);
+    reel_tensor *first = NULL;
     for (int ti = 0; ti < n_tilings; ti++) {
         const vk_conv_tiles *t = &tilings[ti];
-        char with[64];
-        snprintf(with, sizeof with, " tiled %ux%ux%u by %ux%u", t->tm, t->tn, t->tk, t->rm, t->rn);
-        poison(vo.mem, out_size);
-        assert_int_equal(vk_conv_run_tiled(&ctx, &n, vin, vout, t), 0);
-        assert_int_equal(reel_mem_download(vo.mem, 0, got->data, got->nbytes, NULL), 0);
-        compare(got, want, 1e-4f, what, with, "on the cpu");
+        char with[96];
+        snprintf(with, sizeof with, "%s tiled %ux%ux%u by %ux%u", what, t->tm, t->tn, t->tk, t->rm, t->rn);
+        k.what = with;
+        vkt_case_run_device(&k, t);
+        vkt_case_compare(&k);
         // Every tiling sums each output's products in the same order.
         if (ti == 0)
-            memcpy(first->data, got->data, got->nbytes);
+            first = reel_tensor_dup(k.got[0]);
         else
-            compare(got, first, 1e-6f, what, with, "with the first tiling");
+            agree(k.got[0], first, with);
     }
-
-    for (int i = 0; i < n_in; i++)
-        if (in[i]) {
-            reel_mem_unref(&vt[i].mem);
-            reel_tensor_free(&in[i]);
-        }
-    reel_mem_unref(&vo.mem);
-    reel_tensor_free(&want);
-    reel_tensor_free(&got);
     reel_tensor_free(&first);
-    reel_ir_graph_free(&g);
+    vkt_case_clear(&k);
 }
 
-static void check(const opcall *c, int n_in, reel_tensor **in, const char *what)
+static void check(const vkt_call *c, int n_in, reel_tensor **in, const char *what)
 {
     check_tilings(c, n_in, in, what, NULL, 0);
 }
@@ -254,20 +138,20 @@ static void conv_random(void **state)
         int64_t xs[4] = { k->n, k->c, k->h, k->w }, ws[4] = { k->m, k->c / k->g, k->kh, k->kw };
         if (k->one_d)
             xs[2] = k->w, ws[2] = k->kw;
-        opcall c = { .op = "Conv", .fused = k->act, .fa = k->fa, .fb = k->fb };
+        vkt_call c = { .op = "Conv", .fused = k->act, .fused_a = k->fa, .fused_b = k->fb };
         int64_t kern[2] = { k->kh, k->kw }, pads[4] = { k->p[0], k->p[1], k->p[2], k->p[3] };
         int64_t pads1[2] = { k->p[1], k->p[3] };
-        attr_ints(&c, "kernel_shape", sp, kern + 2 - sp);
+        vkt_attr_ints(&c, "kernel_shape", sp, kern + 2 - sp);
         if (k->s[0])
-            attr_ints(&c, "strides", sp, k->s + 2 - sp);
+            vkt_attr_ints(&c, "strides", sp, k->s + 2 - sp);
         if (k->d[0])
-            attr_ints(&c, "dilations", sp, k->d + 2 - sp);
+            vkt_attr_ints(&c, "dilations", sp, k->d + 2 - sp);
         if (k->auto_pad)
-            attr_str(&c, "auto_pad", k->auto_pad);
+            vkt_attr_string(&c, "auto_pad", k->auto_pad);
         else
-            attr_ints(&c, "pads", 2 * sp, k->one_d ? pads1 : pads);
+            vkt_attr_ints(&c, "pads", 2 * sp, k->one_d ? pads1 : pads);
         if (k->g > 1)
-            attr_int(&c, "group", k->g);
+            vkt_attr_int(&c, "group", k->g);
         reel_tensor *in[4] = { random_tensor(REEL_DTYPE_FLOAT32, rank, xs, &seed),
                                random_tensor(REEL_DTYPE_FLOAT32, rank, ws, &seed) };
         if (k->bias)
@@ -285,7 +169,7 @@ static void conv_random(void **state)
                 v->rank = in[i]->rank;
                 memcpy(v->dims, in[i]->shape, sizeof v->dims);
             }
-            reel_ir_node n = node_of(&c, iv, n_in, &ov, 1);
+            reel_ir_node n = vkt_node_of(&c, iv, n_in, &ov, 1);
             assert_int_equal(reel_op_find("Conv")->infer(g, &n, NULL), 0);
             reel_ir_value *y = reel_ir_value_at(g, ov);
             in[3] = random_tensor(REEL_DTYPE_FLOAT32, y->rank, y->dims, &seed);
@@ -298,6 +182,33 @@ static void conv_random(void **state)
     }
 }
 
+// A Conv's x and w (random) and y in device memory, for runs by hand.
+typedef struct conv_operands {
+    reel_tensor *t[3]; // x, w, y
+    vk_tensor v[3];
+    vk_tensor *in[2], *out[1];
+} conv_operands;
+
+static void operands_init(conv_operands *o, const int64_t *xs, const int64_t *ws, const int64_t *ys, unsigned seed)
+{
+    o->t[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, xs, &seed);
+    o->t[1] = random_tensor(REEL_DTYPE_FLOAT32, 4, ws, &seed);
+    o->t[2] = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, ys);
+    for (int i = 0; i < 3; i++)
+        o->v[i] = (vk_tensor){ vkt_upload(o->t[i]), o->t[i] };
+    o->in[0] = &o->v[0];
+    o->in[1] = &o->v[1];
+    o->out[0] = &o->v[2];
+}
+
+static void operands_clear(conv_operands *o)
+{
+    for (int i = 0; i < 3; i++) {
+        reel_mem_unref(&o->v[i].mem);
+        reel_tensor_free(&o->t[i]);
+    }
+}
+
 // Specialization constants: kernels with different constants are distinct
 // cached kernels, the same constants the same one; more constants than a
 // kernel takes, or tiles the tiled kernel cannot run, are refused.
@@ -306,37 +217,34 @@ static void conv_spec_constants(void **state)
     (void)state;
     const uint32_t a[5] = { 64, 64, 16, 4, 4 }, b[5] = { 8, 8, 4, 2, 2 };
     GError *error = NULL;
-    reel_kernel *ka = vk_ctx_kernel_spec(&ctx, "nn_conv2d_tiled", 256, a, 5, &error);
-    reel_kernel *kb = vk_ctx_kernel_spec(&ctx, "nn_conv2d_tiled", 16, b, 5, &error);
+    reel_kernel *ka = vk_ctx_kernel_spec(&vkt_ctx, "nn_conv2d_tiled", 256, a, 5, &error);
+    reel_kernel *kb = vk_ctx_kernel_spec(&vkt_ctx, "nn_conv2d_tiled", 16, b, 5, &error);
     assert_non_null(ka);
     assert_non_null(kb);
     assert_ptr_not_equal(ka, kb);
-    assert_ptr_equal(vk_ctx_kernel_spec(&ctx, "nn_conv2d_tiled", 256, a, 5, &error), ka);
+    assert_ptr_equal(vk_ctx_kernel_spec(&vkt_ctx, "nn_conv2d_tiled", 256, a, 5, &error), ka);
     assert_int_equal(reel_kernel_local_size(kb), 16);
     // Distinct from the plain kernel of that name.
-    assert_ptr_not_equal(vk_ctx_kernel(&ctx, "nn_conv2d_tiled", &error), ka);
+    assert_ptr_not_equal(vk_ctx_kernel(&vkt_ctx, "nn_conv2d_tiled", &error), ka);
 
     const uint32_t six[6] = { 1, 2, 3, 4, 5, 6 };
-    assert_null(reel_kernel_create(dev, reel_kernel_params(.name = "nn_conv2d_tiled", .constants = six,
-                                                            .n_constants = 6), &error));
+    assert_null(reel_kernel_create(vkt_dev, reel_kernel_params(.name = "nn_conv2d_tiled", .constants = six,
+                                                               .n_constants = 6), &error));
     assert_int_equal(error->code, REEL_EINVAL);
     g_clear_error(&error);
-    assert_null(reel_kernel_create(dev, reel_kernel_params(.name = "nn_conv2d", .constants = six, .n_constants = 1),
+    assert_null(reel_kernel_create(vkt_dev, reel_kernel_params(.name = "nn_conv2d", .constants = six, .n_constants = 1),
                                    &error));
     assert_int_equal(error->code, REEL_EINVAL);
     g_clear_error(&error);
 
     // A 1x1 conv whose tiled runs are refused before any dispatch.
-    unsigned seed = 77;
     static const int64_t xs[4] = { 1, 4, 3, 3 }, ws[4] = { 4, 4, 1, 1 }, k1[2] = { 1, 1 };
-    opcall c = { .op = "Conv" };
-    attr_ints(&c, "kernel_shape", 2, k1);
-    reel_tensor *x = random_tensor(REEL_DTYPE_FLOAT32, 4, xs, &seed);
-    reel_tensor *w = random_tensor(REEL_DTYPE_FLOAT32, 4, ws, &seed), *y = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, xs);
-    vk_tensor vx = { to_device(x), x }, vw = { to_device(w), w }, vy = { to_device(y), y };
-    vk_tensor *vin[2] = { &vx, &vw }, *vout[1] = { &vy };
+    vkt_call c = { .op = "Conv" };
+    vkt_attr_ints(&c, "kernel_shape", 2, k1);
+    conv_operands o;
+    operands_init(&o, xs, ws, xs, 77);
     int inputs[2] = { 0, 1 }, output = 2;
-    reel_ir_node n = node_of(&c, inputs, 2, &output, 1);
+    reel_ir_node n = vkt_node_of(&c, inputs, 2, &output, 1);
     static const vk_conv_tiles bad[] = {
         { 8, 8, 4, 3, 2 },      // TM not a multiple of RM
         { 8, 9, 4, 2, 2 },      // TN not a multiple of RN
@@ -345,13 +253,8 @@ static void conv_spec_constants(void **state)
         { 64, 64, 40, 4, 4 },   // 20 KiB of shared memory
     };
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
-        assert_int_equal(vk_conv_run_tiled(&ctx, &n, vin, vout, &bad[i]), REEL_EINVAL);
-    reel_mem_unref(&vx.mem);
-    reel_mem_unref(&vw.mem);
-    reel_mem_unref(&vy.mem);
-    reel_tensor_free(&x);
-    reel_tensor_free(&w);
-    reel_tensor_free(&y);
+        assert_int_equal(vk_conv_run_tiled(&vkt_ctx, &n, o.in, o.out, &bad[i]), REEL_EINVAL);
+    operands_clear(&o);
 }
 
 // Conv's choice of kernel: depthwise and small convs direct, larger ones
@@ -370,25 +273,20 @@ static void conv_kernel_choice(void **state)
     for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
         vk_ctx fresh;
         GError *error = NULL;
-        assert_int_equal(vk_ctx_init(&fresh, dev, &error), 0);
-        unsigned seed = 6000 + (unsigned)ci;
+        assert_int_equal(vk_ctx_init(&fresh, vkt_dev, &error), 0);
         int64_t xs[4] = { 1, cases[ci].c, cases[ci].hw, cases[ci].hw };
         int64_t ws[4] = { cases[ci].m, cases[ci].c / cases[ci].g, cases[ci].k, cases[ci].k };
         int64_t ys[4] = { 1, cases[ci].m, cases[ci].hw - cases[ci].k + 1, cases[ci].hw - cases[ci].k + 1 };
         int64_t kern[2] = { cases[ci].k, cases[ci].k };
-        opcall c = { .op = "Conv" };
-        attr_ints(&c, "kernel_shape", 2, kern);
-        attr_int(&c, "group", cases[ci].g);
-        reel_tensor *x = random_tensor(REEL_DTYPE_FLOAT32, 4, xs, &seed);
-        reel_tensor *w = random_tensor(REEL_DTYPE_FLOAT32, 4, ws, &seed);
-        reel_tensor *y = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, ys);
-        vk_tensor vx = { to_device(x), x }, vw = { to_device(w), w }, vy = { to_device(y), y };
-        vk_tensor *vin[2] = { &vx, &vw }, *vout[1] = { &vy };
+        vkt_call c = { .op = "Conv" };
+        vkt_attr_ints(&c, "kernel_shape", 2, kern);
+        vkt_attr_int(&c, "group", cases[ci].g);
+        conv_operands o;
+        operands_init(&o, xs, ws, ys, 6000 + (unsigned)ci);
         int inputs[2] = { 0, 1 }, output = 2;
-        reel_ir_node n = node_of(&c, inputs, 2, &output, 1);
-        reel_tensor *tin[2] = { x, w }, *tout[1] = { y };
-        assert_true(vk_op_find("Conv")->supports(&n, tin, tout));
-        assert_int_equal(vk_op_find("Conv")->run(&fresh, &n, vin, vout), 0);
+        reel_ir_node n = vkt_node_of(&c, inputs, 2, &output, 1);
+        assert_true(vk_op_find("Conv")->supports(&n, o.t, o.t + 2));
+        assert_int_equal(vk_op_find("Conv")->run(&fresh, &n, o.in, o.out), 0);
         GHashTableIter it;
         gpointer key;
         g_hash_table_iter_init(&it, fresh.kernels);
@@ -396,13 +294,8 @@ static void conv_kernel_choice(void **state)
             if (strcmp(key, cases[ci].kernel) != 0)
                 fail_msg("conv choice %zu: ran %s, not %s", ci, (const char *)key, cases[ci].kernel);
         assert_int_equal(g_hash_table_size(fresh.kernels), 1);
-        reel_device_wait(dev, 0);
-        reel_mem_unref(&vx.mem);
-        reel_mem_unref(&vw.mem);
-        reel_mem_unref(&vy.mem);
-        reel_tensor_free(&x);
-        reel_tensor_free(&w);
-        reel_tensor_free(&y);
+        reel_device_wait(vkt_dev, 0);
+        operands_clear(&o);
         vk_ctx_clear(&fresh);
     }
 }
@@ -442,15 +335,15 @@ static void gemm_random(void **state)
     for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
         const gemm_case *k = &cases[ci];
         unsigned seed = 2000 + (unsigned)ci;
-        opcall c = { .op = "Gemm", .fused = k->act, .fa = -0.5f, .fb = 0.5f };
+        vkt_call c = { .op = "Gemm", .fused = k->act, .fused_a = -0.5f, .fused_b = 0.5f };
         if (k->ta)
-            attr_int(&c, "transA", 1);
+            vkt_attr_int(&c, "transA", 1);
         if (k->tb)
-            attr_int(&c, "transB", 1);
+            vkt_attr_int(&c, "transB", 1);
         if (k->alpha)
-            attr_float(&c, "alpha", k->alpha);
+            vkt_attr_float(&c, "alpha", k->alpha);
         if (k->beta)
-            attr_float(&c, "beta", k->beta);
+            vkt_attr_float(&c, "beta", k->beta);
         int64_t as[2] = { k->ta ? k->k : k->m, k->ta ? k->m : k->k }, bs[2] = { k->tb ? k->n : k->k, k->tb ? k->k : k->n };
         reel_tensor *in[3] = { random_tensor(REEL_DTYPE_FLOAT32, 2, as, &seed),
                                random_tensor(REEL_DTYPE_FLOAT32, 2, bs, &seed) };
@@ -484,7 +377,7 @@ static void matmul_random(void **state)
     };
     for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
         unsigned seed = 3000 + (unsigned)ci;
-        opcall c = { .op = "MatMul" };
+        vkt_call c = { .op = "MatMul" };
         reel_tensor *in[2] = { random_tensor(REEL_DTYPE_FLOAT32, cases[ci].ar, cases[ci].a, &seed),
                                random_tensor(REEL_DTYPE_FLOAT32, cases[ci].br, cases[ci].b, &seed) };
         char what[32];
@@ -539,22 +432,22 @@ static void pool_random(void **state)
         int64_t xs[4] = { k->n, k->c, k->h, k->w };
         if (k->one_d)
             xs[2] = k->w;
-        opcall c = { .op = k->op, .opset = k->opset };
+        vkt_call c = { .op = k->op, .opset = k->opset };
         int64_t pads1[2] = { k->p[1], k->p[3] };
         if (k->k[0]) {
-            attr_ints(&c, "kernel_shape", sp, k->k + 2 - sp);
+            vkt_attr_ints(&c, "kernel_shape", sp, k->k + 2 - sp);
             if (k->s[0])
-                attr_ints(&c, "strides", sp, k->s + 2 - sp);
+                vkt_attr_ints(&c, "strides", sp, k->s + 2 - sp);
             if (k->d[0])
-                attr_ints(&c, "dilations", sp, k->d + 2 - sp);
+                vkt_attr_ints(&c, "dilations", sp, k->d + 2 - sp);
             if (k->auto_pad)
-                attr_str(&c, "auto_pad", k->auto_pad);
+                vkt_attr_string(&c, "auto_pad", k->auto_pad);
             else
-                attr_ints(&c, "pads", 2 * sp, k->one_d ? pads1 : k->p);
+                vkt_attr_ints(&c, "pads", 2 * sp, k->one_d ? pads1 : k->p);
             if (k->ceil)
-                attr_int(&c, "ceil_mode", 1);
+                vkt_attr_int(&c, "ceil_mode", 1);
             if (k->include_pad)
-                attr_int(&c, "count_include_pad", 1);
+                vkt_attr_int(&c, "count_include_pad", 1);
         }
         reel_tensor *in[1] = { random_tensor(REEL_DTYPE_FLOAT32, rank, xs, &seed) };
         char what[32];
@@ -565,10 +458,10 @@ static void pool_random(void **state)
 
 // ---- What stays on the cpu
 
-static bool supports(const opcall *c, int n_in, reel_tensor **in, int n_out, reel_tensor **out)
+static bool supports(const vkt_call *c, int n_in, reel_tensor **in, int n_out, reel_tensor **out)
 {
-    int inputs[MAX_IN] = { 0, 1, 2, 3 }, outputs[2] = { 4, 5 };
-    reel_ir_node n = node_of(c, inputs, n_in, outputs, n_out);
+    int inputs[4] = { 0, 1, 2, 3 }, outputs[2] = { 4, 5 };
+    reel_ir_node n = vkt_node_of(c, inputs, n_in, outputs, n_out);
     bool r = vk_op_find(c->op)->supports(&n, in, out);
     for (int i = 0; i < n_in; i++)
         reel_tensor_free(&in[i]);
@@ -584,20 +477,20 @@ static void unsupported(void **state)
     static const int64_t x5[5] = { 1, 2, 4, 4, 4 }, w5[5] = { 3, 2, 3, 3, 3 }, y5[5] = { 1, 3, 2, 2, 2 };
     static const int64_t k3[3] = { 3, 3, 3 }, k2[2] = { 2, 2 }, s2[2] = { 2, 2 };
     static const int64_t x4[4] = { 1, 2, 4, 4 }, w4[4] = { 3, 2, 3, 3 }, y4[4] = { 1, 3, 2, 2 }, p4[4] = { 1, 2, 2, 2 };
-    opcall c = { .op = "Conv" };
-    attr_ints(&c, "kernel_shape", 3, k3);
+    vkt_call c = { .op = "Conv" };
+    vkt_attr_ints(&c, "kernel_shape", 3, k3);
     // 3-D conv.
     reel_tensor *in[3] = { random_tensor(REEL_DTYPE_FLOAT32, 5, x5, &seed), random_tensor(REEL_DTYPE_FLOAT32, 5, w5, &seed) };
     reel_tensor *out[2] = { random_tensor(REEL_DTYPE_FLOAT32, 5, y5, &seed) };
     assert_false(supports(&c, 2, in, 1, out));
     // float16 input.
-    opcall c2 = { .op = "Conv" };
+    vkt_call c2 = { .op = "Conv" };
     in[0] = random_tensor(REEL_DTYPE_FLOAT16, 4, x4, &seed);
     in[1] = random_tensor(REEL_DTYPE_FLOAT32, 4, w4, &seed);
     out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, y4, &seed);
     assert_false(supports(&c2, 2, in, 1, out));
     // An activation the kernels do not know.
-    opcall c3 = { .op = "Conv", .fused = "Tanh" };
+    vkt_call c3 = { .op = "Conv", .fused = "Tanh" };
     in[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, x4, &seed);
     in[1] = random_tensor(REEL_DTYPE_FLOAT32, 4, w4, &seed);
     out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, y4, &seed);
@@ -608,29 +501,29 @@ static void unsupported(void **state)
     out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, y4, &seed);
     assert_true(supports(&c2, 2, in, 1, out));
     // MaxPool with its indices output.
-    opcall m = { .op = "MaxPool" };
-    attr_ints(&m, "kernel_shape", 2, k2);
-    attr_ints(&m, "strides", 2, s2);
+    vkt_call m = { .op = "MaxPool" };
+    vkt_attr_ints(&m, "kernel_shape", 2, k2);
+    vkt_attr_ints(&m, "strides", 2, s2);
     in[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, x4, &seed);
     out[0] = random_tensor(REEL_DTYPE_FLOAT32, 4, p4, &seed);
     out[1] = random_tensor(REEL_DTYPE_INT64, 4, p4, &seed);
     assert_false(supports(&m, 1, in, 2, out));
     // 3-D MaxPool.
-    opcall m3 = { .op = "MaxPool" };
-    attr_ints(&m3, "kernel_shape", 3, k3);
+    vkt_call m3 = { .op = "MaxPool" };
+    vkt_attr_ints(&m3, "kernel_shape", 3, k3);
     in[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, x5, &seed);
     out[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, y5, &seed);
     assert_false(supports(&m3, 1, in, 1, out));
     // MatMul beyond rank 4.
     static const int64_t a5[5] = { 2, 1, 2, 3, 4 }, b2[2] = { 4, 5 }, o5[5] = { 2, 1, 2, 3, 5 };
-    opcall mm = { .op = "MatMul" };
+    vkt_call mm = { .op = "MatMul" };
     in[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, a5, &seed);
     in[1] = random_tensor(REEL_DTYPE_FLOAT32, 2, b2, &seed);
     out[0] = random_tensor(REEL_DTYPE_FLOAT32, 5, o5, &seed);
     assert_false(supports(&mm, 2, in, 1, out));
     // Gemm with a C that does not broadcast.
     static const int64_t ga[2] = { 3, 4 }, gb[2] = { 4, 5 }, gc[2] = { 2, 5 }, gy[2] = { 3, 5 };
-    opcall gm = { .op = "Gemm" };
+    vkt_call gm = { .op = "Gemm" };
     in[0] = random_tensor(REEL_DTYPE_FLOAT32, 2, ga, &seed);
     in[1] = random_tensor(REEL_DTYPE_FLOAT32, 2, gb, &seed);
     in[2] = random_tensor(REEL_DTYPE_FLOAT32, 2, gc, &seed);
@@ -638,47 +531,8 @@ static void unsupported(void **state)
     assert_false(supports(&gm, 3, in, 1, out));
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    GError *error = NULL;
-    dev = reel_device_open("vulkan:0", &error);
-    if (!dev) {
-        fprintf(stderr, "vulkan:0: %s\n", error->message);
-        g_clear_error(&error);
-        return -1;
-    }
-    if (vk_ctx_init(&ctx, dev, &error) == 0)
-        return 0;
-    fprintf(stderr, "%s\n", error->message);
-    g_error_free(error);
-    return -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    reel_device_wait(dev, 0);
-    vk_ctx_clear(&ctx);
-    reel_device_unref(&dev);
-    return 0;
-}
-
 int main(void)
 {
-    reel_device_info *infos;
-    int n = reel_device_list(&infos);
-    bool any = false;
-    for (int i = 0; i < n; i++)
-        if (infos[i].backend == REEL_BACKEND_VULKAN && strcmp(infos[i].spec, "vulkan:0") == 0) {
-            any = true;
-            printf("device under test: vulkan:0 (%s)\n", infos[i].name);
-        }
-    g_free(infos);
-    if (!any) {
-        printf("SKIP: no Vulkan device\n");
-        return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv_random),
         cmocka_unit_test(conv_spec_constants),
@@ -688,10 +542,5 @@ int main(void)
         cmocka_unit_test(pool_random),
         cmocka_unit_test(unsupported),
     };
-    int failed = cmocka_run_group_tests_name("vk_ops", tests, setup, teardown);
-    if (reel_device_validation_messages()) {
-        fprintf(stderr, "%" G_GINT64_FORMAT " Vulkan validation messages\n", reel_device_validation_messages());
-        failed++;
-    }
-    return failed ? 1 : 0;
+    return vkt_run_group(tests, G_N_ELEMENTS(tests), 13, false);
 }
