@@ -321,11 +321,19 @@ static void set_expected_frames(reel_element *e)
     reel_element_set_expected_frames(e, n * s->loop);
 }
 
+// Before negotiation, at the same time as the other sources (a live input
+// probes for up to a second).
+static int open_io(reel_element *e)
+{
+    source_priv *s = reel_element_priv(e);
+    return s->fmt ? 0 : open_input(e);
+}
+
 static int configure(reel_element *e, int pad, reel_caps *out)
 {
     (void)pad;
     source_priv *s = reel_element_priv(e);
-    int rc = open_input(e);
+    int rc = open_io(e);
     if (rc < 0)
         return rc;
     const AVStream *st = s->fmt->streams[s->index];
@@ -349,7 +357,7 @@ static int configure(reel_element *e, int pad, reel_caps *out)
 static int start(reel_element *e)
 {
     source_priv *s = reel_element_priv(e);
-    // Open from configure for the first run; stop closed it after a run.
+    // Opened before negotiation for the first run; stop closed it after a run.
     return s->fmt ? 0 : open_input(e);
 }
 
@@ -690,6 +698,7 @@ const reel_element_class reel_source_class = {
     .min_inputs = 0, .max_inputs = 0,
     .min_outputs = 1, .max_outputs = 1,
     .output_caps = "video/encoded",
+    .open = open_io,
     .configure = configure,
     .start = start,
     .process = process,

@@ -116,9 +116,35 @@ static int configure_outputs(reel_element *e, GError **error)
     return 0;
 }
 
+static gpointer open_main(gpointer data)
+{
+    reel_element *e = data;
+    return GINT_TO_POINTER(e->klass->open(e));
+}
+
+// Every element's blocking set-up at once, a thread each.
+static int open_all(reel_element **order, guint n, GError **error)
+{
+    GThread **threads = g_new0(GThread *, n);
+    for (guint i = 0; i < n; i++)
+        if (order[i]->klass->open)
+            threads[i] = g_thread_new(order[i]->name, open_main, order[i]);
+    int rc = 0;
+    for (guint i = 0; i < n; i++) {
+        int r = threads[i] ? GPOINTER_TO_INT(g_thread_join(threads[i])) : 0;
+        if (r < 0 && rc == 0)
+            rc = callback_failed(order[i], r, "could not open", error);
+    }
+    g_free(threads);
+    return rc;
+}
+
 int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error)
 {
     guint n = p->elements->len - 1;
+    int rc = open_all(order, n, error);
+    if (rc < 0)
+        return rc;
     for (guint i = 0; i < n; i++) {
         reel_element *e = order[i];
         g_free(e->in_want);
@@ -126,7 +152,6 @@ int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error)
         e->in_want = g_new0(reel_caps, MAX(e->inputs->len, 1));
         e->out_format = g_new0(reel_caps, MAX(e->outputs->len, 1));
     }
-    int rc = 0;
     for (guint i = n; i-- > 0 && rc == 0;)
         rc = want_inputs(order[i], error);
     for (guint i = 0; i < n && rc == 0; i++)

@@ -109,6 +109,13 @@ typedef struct reel_element_class {
     // (several pixel formats: reel_pixfmt_pick()), else negotiation fails.
     int (*configure)(reel_element *e, int pad, reel_caps *out);
 
+    // Optional: blocking set-up of the element's I/O (opening a network
+    // stream or a camera), before negotiation, on a thread of its own while
+    // the other elements do theirs: N cameras take as long to open as the
+    // slowest, not their sum, and none buffers while the next opens.
+    // Returns 0 or a REEL_E* code (after reel_element_error).
+    int (*open)(reel_element *e);
+
     // Run: start after negotiation; process gets one input buffer (ownership
     // passes to the callee, also on failure) or, for sources, pad -1 and NULL
     // each time one output buffer is wanted: return REEL_EOS when done.
