@@ -7,6 +7,7 @@
 
 #include "models/cpu/collapse.h"
 #include "models/op.h"
+#include "models/slice.h"
 
 #define R REEL_IR_MAX_RANK
 #define MAX_INTS 64
@@ -596,9 +597,7 @@ static const reel_op op_split = { .name = "Split", .infer = infer_split, .run = 
 
 // ---- Slice ------------------------------------------------------------------
 
-typedef struct slice_args {
-    int64_t start[R], step[R], len[R];
-} slice_args;
+typedef reel_slice_window slice_args;
 
 // Raw starts/ends/axes/steps, from inputs (opset 10+) or attributes (< 10).
 typedef struct slice_raw {
@@ -718,18 +717,22 @@ static int infer_slice(reel_ir_graph *g, reel_ir_node *n, GError **error)
     return set_out(o, x->dtype, x->rank, a.len);
 }
 
-static int run_slice(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
-                     const reel_exec_ctx *ctx)
+// The ints of input t when it has data (an int64/int32 tensor of rank <= 1).
+static int data_ints(const reel_tensor *t, int64_t *out)
 {
-    (void)ctx;
-    const reel_tensor *x = in[0];
+    return t && t->data ? tensor_ints(t, out) : -1;
+}
+
+int reel_slice_window_of(const reel_ir_node *n, const reel_tensor *const *in, int rank, const int64_t *dims,
+                         reel_slice_window *w)
+{
     slice_raw raw;
     if (n->n_inputs >= 3) {
-        int cs = tensor_ints(in[1], raw.starts), ce = tensor_ints(in[2], raw.ends);
-        int ca = n->n_inputs > 3 && in[3] ? tensor_ints(in[3], raw.axes) : -3;
-        int cp = n->n_inputs > 4 && in[4] ? tensor_ints(in[4], raw.steps) : -3;
+        int cs = data_ints(in[1], raw.starts), ce = data_ints(in[2], raw.ends);
+        int ca = n->n_inputs > 3 && in[3] ? data_ints(in[3], raw.axes) : -3;
+        int cp = n->n_inputs > 4 && in[4] ? data_ints(in[4], raw.steps) : -3;
         if (cs < 0 || cs != ce || ca == -1 || cp == -1 || (ca >= 0 && ca != cs) || (cp >= 0 && cp != cs))
-            return REEL_EINVAL;
+            return -1;
         raw.n = cs;
         slice_defaults(&raw, ca >= 0, cp >= 0);
     } else {
@@ -738,7 +741,7 @@ static int run_slice(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
         const int64_t *e = reel_ir_attr_ints(n, "ends", &ce);
         const int64_t *a = reel_ir_attr_ints(n, "axes", &ca);
         if (!s || !e || cs != ce || cs > MAX_INTS || (a && ca != cs))
-            return REEL_EINVAL;
+            return -1;
         raw.n = cs;
         memcpy(raw.starts, s, sizeof(int64_t) * cs);
         memcpy(raw.ends, e, sizeof(int64_t) * cs);
@@ -746,8 +749,16 @@ static int run_slice(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
             memcpy(raw.axes, a, sizeof(int64_t) * cs);
         slice_defaults(&raw, a != NULL, false);
     }
+    return slice_resolve(&raw, rank, dims, w);
+}
+
+static int run_slice(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                     const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0];
     slice_args a;
-    if (slice_resolve(&raw, x->rank, x->shape, &a))
+    if (reel_slice_window_of(n, (const reel_tensor *const *)in, x->rank, x->shape, &a))
         return REEL_EINVAL;
     int64_t st[R], s = 1, off = 0;
     for (int d = x->rank - 1; d >= 0; d--) {

@@ -7,11 +7,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "models/slice.h"
 #include "models/vulkan/vk_ops.h"
 
 #define R REEL_IR_MAX_RANK
 #define VK_RANK 6     // the kernels' push constants hold 6 dims
-#define MAX_INTS 64   // as models/cpu/shape.c
 #define MAX_JOBS 64   // copies one node may need (Concat inputs, Split outputs)
 
 static int64_t count_of(const reel_tensor *t)
@@ -285,72 +285,15 @@ static bool plan_split(const reel_ir_node *n, reel_tensor *const *in, reel_tenso
     return true;
 }
 
-// The ints of a constant int64/int32 tensor of rank <= 1 (at most
-// MAX_INTS); -1 otherwise, also when not constant (no data).
-static int const_ints(const reel_tensor *t, int64_t *out)
-{
-    return t && t->data ? reel_tensor_ints(t, out, MAX_INTS) : -1;
-}
-
-// Slice's starts/ends/axes/steps from constant inputs (opset 10+: the node
-// has them) or attributes, clamped per ONNX: models/cpu/shape.c's run_slice.
+// Slice as a strided copy; its window read and clamped as the cpu op does
+// (models/slice.h): inputs without data (not constants) keep it on the cpu.
 static bool plan_slice(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, copy_plan *p)
 {
     const reel_tensor *x = in[0];
-    int64_t starts[MAX_INTS], ends[MAX_INTS], axes[MAX_INTS], steps[MAX_INTS];
-    int cnt;
-    bool has_axes, has_steps = false;
-    if (n->n_inputs >= 3) {
-        int cs = const_ints(in[1], starts), ce = const_ints(in[2], ends);
-        int ca = n->n_inputs > 3 && in[3] ? const_ints(in[3], axes) : -3;
-        int cp = n->n_inputs > 4 && in[4] ? const_ints(in[4], steps) : -3;
-        if (cs < 0 || cs != ce || ca == -1 || cp == -1 || (ca >= 0 && ca != cs) || (cp >= 0 && cp != cs))
-            return false;
-        cnt = cs;
-        has_axes = ca >= 0;
-        has_steps = cp >= 0;
-    } else {
-        int cs, ce, ca;
-        const int64_t *s = reel_ir_attr_ints(n, "starts", &cs);
-        const int64_t *e = reel_ir_attr_ints(n, "ends", &ce);
-        const int64_t *a = reel_ir_attr_ints(n, "axes", &ca);
-        if (!s || !e || cs != ce || cs > MAX_INTS || (a && ca != cs))
-            return false;
-        cnt = cs;
-        memcpy(starts, s, sizeof(int64_t) * cs);
-        memcpy(ends, e, sizeof(int64_t) * cs);
-        if ((has_axes = a != NULL))
-            memcpy(axes, a, sizeof(int64_t) * cs);
-    }
-    int64_t start[R], step[R], len[R];
-    bool seen[R] = { false };
-    for (int d = 0; d < x->rank; d++) {
-        start[d] = 0;
-        step[d] = 1;
-        len[d] = x->shape[d];
-    }
-    for (int i = 0; i < cnt; i++) {
-        int64_t ax = has_axes ? axes[i] : i, s = has_steps ? steps[i] : 1, d, b = starts[i], e = ends[i];
-        if (!norm_axis(&ax, x->rank) || seen[ax] || s == 0)
-            return false;
-        seen[ax] = true;
-        d = x->shape[ax];
-        if (b < 0)
-            b += d;
-        if (e < 0)
-            e += d;
-        if (s > 0) {
-            b = b < 0 ? 0 : b > d ? d : b;
-            e = e < 0 ? 0 : e > d ? d : e;
-            len[ax] = e > b ? (e - b + s - 1) / s : 0;
-        } else {
-            b = b < 0 ? 0 : b > d - 1 ? d - 1 : b;
-            e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-            len[ax] = b > e ? (b - e + (-s) - 1) / (-s) : 0;
-        }
-        start[ax] = b;
-        step[ax] = s;
-    }
+    reel_slice_window w;
+    if (reel_slice_window_of(n, (const reel_tensor *const *)in, x->rank, x->shape, &w))
+        return false;
+    const int64_t *start = w.start, *step = w.step, *len = w.len;
     int64_t st[R], ost[R], s = 1, off = 0;
     if (out[0]->rank != x->rank)
         return false;
