@@ -25,9 +25,8 @@ static const char usage[] =
     "\n"
     "exit codes: 0 success, 1 failure while running, 2 bad usage or description\n";
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
-    reel_init();
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;
@@ -51,4 +50,19 @@ int main(int argc, char **argv)
         return cmd_model(argc - 2, argv + 2);
     fprintf(stderr, "reel: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    reel_init();
+    int status = run_command(argc, argv);
+    // Under REEL_VULKAN_VALIDATION=1 a validation message is a failure, so
+    // that every test driving this program checks the layer's verdict.
+    int64_t messages = reel_device_validation_messages();
+    if (messages > 0) {
+        fprintf(stderr, "reel: %" G_GINT64_FORMAT " Vulkan validation message%s\n", messages, messages == 1 ? "" : "s");
+        if (status == EXIT_OK)
+            status = EXIT_RUNTIME;
+    }
+    return status;
 }

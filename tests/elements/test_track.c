@@ -342,6 +342,7 @@ static void test_device_frames(void **state)
         check_shared("vulkan:0");
     else
         print_message("SKIP: shared frames on vulkan:0: its memory is not the host's\n");
+    assert_int_equal(reel_device_validation_messages(), 0);
 }
 
 int main(void)
