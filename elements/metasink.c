@@ -38,7 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pipeline/json.h"
+#include "elements/meta_json.h"
 #include "reel/reel.h"
 
 enum { FORMAT_JSONL, FORMAT_CSV };
@@ -109,107 +109,11 @@ static int start(reel_element *e)
     return 0;
 }
 
-// ---- text of one frame ----------------------------------------------------------
-
-// v with `fmt` ("%.3f"), in the C locale whatever the program's; `none`
-// when not finite.
-static void add_number(GString *out, double v, const char *fmt, const char *none)
-{
-    char buf[G_ASCII_DTOSTR_BUF_SIZE];
-    g_string_append(out, isfinite(v) ? g_ascii_formatd(buf, sizeof buf, fmt, v) : none);
-}
-
-// A label field as a C string of valid UTF-8 (g_free it): the field need
-// not end in a NUL, and models' label files need not be UTF-8.
-static char *label_text(const char label[REEL_LABEL_MAX])
-{
-    return g_utf8_make_valid(label, (gssize)strnlen(label, REEL_LABEL_MAX));
-}
-
-static double pts_seconds(const reel_buffer *b)
-{
-    if (b->pts == REEL_PTS_NONE || b->time_base.num <= 0 || b->time_base.den <= 0)
-        return NAN;
-    return (double)b->pts * b->time_base.num / b->time_base.den;
-}
-
-static void json_detection(GString *out, const reel_detection *d)
-{
-    g_string_append(out, "{\"box\": [");
-    const float box[4] = { d->x0, d->y0, d->x1, d->y1 };
-    for (int i = 0; i < 4; i++) {
-        g_string_append(out, i ? ", " : "");
-        add_number(out, box[i], "%.3f", "null");
-    }
-    g_string_append(out, "], \"score\": ");
-    add_number(out, d->score, "%.4f", "null");
-    if (d->class_id >= 0)
-        g_string_append_printf(out, ", \"class\": %d", d->class_id);
-    if (d->label[0]) {
-        char *label = label_text(d->label);
-        g_string_append(out, ", \"label\": ");
-        reel_json_string(out, label);
-        g_free(label);
-    }
-    if (d->track_id >= 0)
-        g_string_append_printf(out, ", \"track\": %" G_GINT64_FORMAT, (gint64)d->track_id);
-    int nl = CLAMP(d->n_landmarks, 0, REEL_MAX_LANDMARKS);
-    for (int l = 0; l < nl; l++) {
-        g_string_append(out, l ? ", [" : ", \"landmarks\": [[");
-        add_number(out, d->landmarks[l][0], "%.3f", "null");
-        g_string_append(out, ", ");
-        add_number(out, d->landmarks[l][1], "%.3f", "null");
-        g_string_append(out, l + 1 < nl ? "]" : "]]");
-    }
-    g_string_append_c(out, '}');
-}
-
-static void json_classification(GString *out, const reel_classification *c)
-{
-    g_string_append_printf(out, "{\"class\": %d", c->class_id);
-    if (c->label[0]) {
-        char *label = label_text(c->label);
-        g_string_append(out, ", \"label\": ");
-        reel_json_string(out, label);
-        g_free(label);
-    }
-    g_string_append(out, ", \"score\": ");
-    add_number(out, c->score, "%.4f", "null");
-    if (c->detection >= 0)
-        g_string_append_printf(out, ", \"detection\": %d", c->detection);
-    g_string_append_c(out, '}');
-}
-
-static void json_frame(GString *out, const reel_buffer *b, const reel_detections *dets,
-                       const reel_classifications *cls)
-{
-    g_string_append_printf(out, "{\"stream\": %d, \"frame\": %" G_GINT64_FORMAT ", \"pts\": ", b->stream_id,
-                           (gint64)b->frame_number);
-    add_number(out, pts_seconds(b), "%.6f", "null");
-    if (b->format.media == REEL_MEDIA_TENSOR) {
-        g_string_append(out, ", \"shape\": [");
-        for (int i = 0; i < b->format.rank; i++)
-            g_string_append_printf(out, "%s%" G_GINT64_FORMAT, i ? ", " : "", (gint64)b->format.shape[i]);
-        g_string_append_c(out, ']');
-    } else {
-        g_string_append_printf(out, ", \"width\": %d, \"height\": %d", b->format.width, b->format.height);
-    }
-    g_string_append(out, ", \"detections\": [");
-    for (int i = 0; dets && i < dets->n; i++) {
-        g_string_append(out, i ? ", " : "");
-        json_detection(out, &dets->items[i]);
-    }
-    g_string_append(out, "], \"classifications\": [");
-    for (int i = 0; cls && i < cls->n; i++) {
-        g_string_append(out, i ? ", " : "");
-        json_classification(out, &cls->items[i]);
-    }
-    g_string_append(out, "]}\n");
-}
+// ---- text of one frame (JSON: meta_json.c) ----------------------------------
 
 static void csv_label(GString *out, const char label[REEL_LABEL_MAX])
 {
-    char *text = label_text(label);
+    char *text = reel_meta_label_text(label);
     if (!strpbrk(text, ",\"\r\n")) {
         g_string_append(out, text);
     } else {
@@ -229,14 +133,14 @@ static void csv_rows(GString *out, const reel_buffer *b, const reel_detections *
     for (int i = 0; dets && i < dets->n; i++) {
         const reel_detection *d = &dets->items[i];
         g_string_append_printf(out, "%d,%" G_GINT64_FORMAT ",", b->stream_id, (gint64)b->frame_number);
-        add_number(out, pts_seconds(b), "%.6f", "");
+        reel_meta_add_number(out, reel_meta_pts_seconds(b), "%.6f", "");
         const float box[4] = { d->x0, d->y0, d->x1, d->y1 };
         for (int k = 0; k < 4; k++) {
             g_string_append_c(out, ',');
-            add_number(out, box[k], "%.3f", "");
+            reel_meta_add_number(out, box[k], "%.3f", "");
         }
         g_string_append_c(out, ',');
-        add_number(out, d->score, "%.4f", "");
+        reel_meta_add_number(out, d->score, "%.4f", "");
         g_string_append_c(out, ',');
         if (d->class_id >= 0)
             g_string_append_printf(out, "%d", d->class_id);
@@ -258,11 +162,18 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
     if (s->format == FORMAT_CSV)
         csv_rows(s->line, buf, dets);
     else
-        json_frame(s->line, buf, dets, reel_buffer_get_meta(buf, &reel_classifications_meta));
+        reel_meta_json_frame(s->line, buf, dets, reel_buffer_get_meta(buf, &reel_classifications_meta));
     reel_buffer_unref(&buf);
+    // Where this frame's text starts (-1 on a pipe): a write that fails
+    // midway (a full disk) is cut back to there, so the file ends on a
+    // whole line.
+    off_t start = lseek(s->fd, 0, SEEK_CUR);
     int err = write_all(s->fd, s->line->str, s->line->len);
-    if (err < 0)
+    if (err < 0) {
+        if (start >= 0 && ftruncate(s->fd, start) != 0)
+            reel_element_warning(e, "'%s' may end in part of a line: %s", s->location, g_strerror(errno));
         return reel_element_error(e, REEL_EIO, "cannot write to '%s': %s", s->location, g_strerror(-err));
+    }
     return 0;
 }
 

@@ -1,10 +1,11 @@
 // queue: a link with room for more buffers and a drop policy. The element
-// only forwards; the capacity and leak policy are set on its input link,
-// where the scheduler applies them.
+// only forwards; the capacity, byte bound and leak policy are set on its
+// input link, where the scheduler applies them.
 #include "reel/reel.h"
 
 typedef struct queue_priv {
     int max_size;
+    int max_bytes;
     int leaky;
 } queue_priv;
 
@@ -18,6 +19,9 @@ static const reel_enum_value leaky_values[] = {
 static const reel_prop props[] = {
     { "max-size", REEL_PROP_INT, offsetof(queue_priv, max_size), "64", 1, 1 << 20,
       .help = "buffers held before upstream waits (or, when leaky, drops)" },
+    { "max-bytes", REEL_PROP_INT, offsetof(queue_priv, max_bytes), "0", 0, G_MAXINT,
+      .help = "bytes held before upstream waits (or, when leaky, drops); 0: the pipeline's queue-max-bytes "
+              "(default 1 GiB, REEL_MAX_QUEUE_BYTES)" },
     { "leaky", REEL_PROP_ENUM, offsetof(queue_priv, leaky), "no", .values = leaky_values,
       .help = "what to do when full" },
     { NULL },
@@ -27,6 +31,7 @@ static int start(reel_element *e)
 {
     queue_priv *q = reel_element_priv(e);
     reel_element_configure_input(e, 0, q->max_size, q->leaky);
+    reel_element_configure_input_bytes(e, 0, q->max_bytes);
     return 0;
 }
 
@@ -38,7 +43,7 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
 
 const reel_element_class reel_queue_class = {
     .name = "queue",
-    .description = "Holds up to max-size buffers between two elements; optionally drops when full",
+    .description = "Holds up to max-size buffers (and max-bytes) between two elements; optionally drops when full",
     .flags = REEL_CLASS_PASSTHROUGH,
     .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // buffers pass untouched, in any memory
     .priv_size = sizeof(queue_priv),

@@ -2,10 +2,19 @@
 // avi, mpegts, raw streams, image sequences). The container opens on the
 // first packet, which carries the codec parameters; `stop` writes the
 // trailer on every kind of ending, so whatever was written stays playable.
+//
+// A single-file container is written to LOCATION.part beside it and renamed
+// into place once finalized (end of stream, error, Ctrl-C or SIGTERM: the
+// trailer first, then the rename), so a run killed outright never leaves a
+// half-written file under the final name: only the .part. Image sequences,
+// standard output (location=-), URLs and files that are not regular (a
+// FIFO, /dev/null) are written directly.
 #include "elements/av_common.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
@@ -23,15 +32,48 @@ typedef struct sink_priv {
     AVPacket *pkt;
     AVRational tb;         // time base of the packets coming in
     bool header_written;
+    bool write_failed;     // a packet could not be written: the output is incomplete
+    char *part_path;       // the temporary name written to, or NULL when writing directly
+    char *final_path;      // where part_path goes when finalized (location, or its link's target)
 } sink_priv;
 
 static const reel_prop props[] = {
     { "location", REEL_PROP_STRING, offsetof(sink_priv, location), NULL,
-      .help = "output file: out.mp4, out.mkv, frame-%05d.png (a numbered image sequence)" },
+      .help = "output file: out.mp4, out.mkv, frame-%05d.png (a numbered image sequence), - (standard output); "
+              "a single file is written as LOCATION.part and renamed to LOCATION once finalized" },
     { "format", REEL_PROP_STRING, offsetof(sink_priv, format), NULL,
       .help = "container (mp4, matroska, nut, mpegts, image2, ...); default: from the file name" },
     { NULL },
 };
+
+static const char part_suffix[] = ".part";
+
+// Where the container's bytes go: for a local path that is, or will be, a
+// regular file, a temporary name beside it (s->part_path) renamed over
+// s->final_path when finalized; else the location itself. Returns the URL
+// to open (owned by s, or location).
+static const char *choose_target(sink_priv *s)
+{
+    if (strcmp(s->location, "-") == 0)
+        return "pipe:1";
+    const char *proto = avio_find_protocol_name(s->location);
+    if (!proto || strcmp(proto, "file") != 0 || g_str_has_prefix(s->location, "file:"))
+        return s->location; // a URL or pipe: written as it comes
+    struct stat st;
+    char *final = NULL;
+    if (lstat(s->location, &st) != 0)
+        final = g_strdup(s->location); // a new file
+    else if (S_ISREG(st.st_mode))
+        final = g_strdup(s->location);
+    else if (S_ISLNK(st.st_mode) && stat(s->location, &st) == 0 && S_ISREG(st.st_mode))
+        final = realpath(s->location, NULL); // replace the file the link names, keep the link
+    if (!final)
+        return s->location; // a FIFO, a device, a dangling link: no rename possible
+    s->final_path = g_strdup(final);
+    free(final);
+    s->part_path = g_strconcat(s->final_path, part_suffix, NULL);
+    return s->part_path;
+}
 
 static int start(reel_element *e)
 {
@@ -64,12 +106,17 @@ static int start(reel_element *e)
         if (!ok)
             return reel_element_error(e, REEL_EIO, "cannot write '%s': %s", s->location, g_strerror(err));
     } else {
-        int ret = avio_open(&s->pb, s->location, AVIO_FLAG_WRITE);
+        const char *url = choose_target(s);
+        int ret = avio_open(&s->pb, url, AVIO_FLAG_WRITE);
+        if (ret < 0 && s->part_path)
+            return reel_element_error(e, REEL_EIO, "cannot write '%s' (via '%s'): %s", s->location, s->part_path,
+                                      reel_av_err(ret));
         if (ret < 0)
             return reel_element_error(e, REEL_EIO, "cannot write '%s': %s", s->location, reel_av_err(ret));
     }
     s->pkt = av_packet_alloc();
     s->tb = (AVRational){ 0, 1 };
+    s->write_failed = false;
     return 0;
 }
 
@@ -167,8 +214,10 @@ static int write_packet(reel_element *e, AVPacket *pkt)
     av_packet_rescale_ts(pkt, s->tb, s->oc->streams[0]->time_base);
     pkt->stream_index = 0;
     int ret = av_interleaved_write_frame(s->oc, pkt);
-    if (ret < 0)
+    if (ret < 0) {
+        s->write_failed = true;
         return reel_element_error(e, REEL_EIO, "cannot write to '%s': %s", s->location, reel_av_err(ret));
+    }
     return 0;
 }
 
@@ -244,27 +293,52 @@ done:
     return rc;
 }
 
+// Puts the finalized temporary file in place, or says why it stays where it is.
+static void publish(reel_element *e, bool complete)
+{
+    sink_priv *s = reel_element_priv(e);
+    if (!complete)
+        reel_element_warning(e, "'%s' is incomplete: left as '%s'", s->final_path, s->part_path);
+    else if (g_rename(s->part_path, s->final_path) != 0)
+        reel_element_warning(e, "cannot rename '%s' to '%s': %s", s->part_path, s->final_path, g_strerror(errno));
+}
+
 static void close_output(reel_element *e)
 {
     sink_priv *s = reel_element_priv(e);
+    bool complete = !s->write_failed;
     if (s->header_written) {
-        if (s->bsf)
-            filter_and_write(e, NULL);
+        if (s->bsf && filter_and_write(e, NULL) < 0)
+            complete = false;
         int ret = av_write_trailer(s->oc);
-        if (ret < 0)
+        if (ret < 0) {
+            complete = false;
             reel_element_warning(e, "cannot finish '%s': %s", s->location, reel_av_err(ret));
+        }
     }
     if (s->oc && !(s->oc->oformat->flags & AVFMT_NOFILE) && s->oc->pb) {
-        int ret = avio_closep(&s->oc->pb);
-        if (ret < 0)
+        // A failed write of the last bytes shows in pb->error once flushed;
+        // closing reports a failed close.
+        avio_flush(s->oc->pb);
+        int ret = s->oc->pb->error;
+        int closed = avio_closep(&s->oc->pb);
+        ret = ret < 0 ? ret : closed;
+        if (ret < 0) {
+            complete = false;
             reel_element_warning(e, "error closing '%s': %s", s->location, reel_av_err(ret));
+        }
     }
     // Opened but nothing ever arrived: an empty file with no header plays
-    // nowhere, so leave none behind.
+    // nowhere, so leave none behind: the temporary file goes (what is
+    // written directly, a pipe or a device, is not ours to remove).
     bool unused = s->pb != NULL || (s->oc && !s->header_written && !(s->ofmt->flags & AVFMT_NOFILE));
     avio_closep(&s->pb);
-    if (unused && s->location)
-        g_unlink(s->location);
+    if (unused && s->part_path)
+        g_unlink(s->part_path);
+    else if (s->header_written && s->part_path)
+        publish(e, complete);
+    g_clear_pointer(&s->part_path, g_free);
+    g_clear_pointer(&s->final_path, g_free);
     avformat_free_context(s->oc);
     s->oc = NULL;
     av_bsf_free(&s->bsf);

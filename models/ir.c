@@ -149,7 +149,8 @@ int64_t reel_ir_attr_int(const reel_ir_node *n, const char *name, int64_t def)
         return def;
     if (a->type == REEL_ATTR_INT)
         return a->i;
-    if (a->type == REEL_ATTR_FLOAT)
+    // A float outside int64's range (or NaN) has no int value: the cast would be undefined.
+    if (a->type == REEL_ATTR_FLOAT && a->f > -0x1p63f && a->f < 0x1p63f)
         return (int64_t)a->f;
     return def;
 }

@@ -139,12 +139,9 @@ static int check_supported(const reel_ir_graph *g, GHashTable *unsupported, cons
     return bad ? REEL_EUNSUPPORTED : 0;
 }
 
-reel_model *reel_model_load(const char *path, GError **error)
+// The passes and checks after parsing; takes g.
+static reel_model *model_from_graph(reel_ir_graph *g, const char *path, GError **error)
 {
-    g_return_val_if_fail(path, NULL);
-    reel_ir_graph *g = reel_onnx_load(path, error);
-    if (!g)
-        return NULL;
     GHashTable *unsupported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     GError *e = NULL;
     int rc = reel_passes_run(g, unsupported, &e);
@@ -166,6 +163,22 @@ reel_model *reel_model_load(const char *path, GError **error)
     describe(g, g->outputs, &m->outputs, &m->n_outputs);
     summarize(m);
     return m;
+}
+
+reel_model *reel_model_load(const char *path, GError **error)
+{
+    g_return_val_if_fail(path, NULL);
+    reel_ir_graph *g = reel_onnx_load(path, error);
+    return g ? model_from_graph(g, path, error) : NULL;
+}
+
+reel_model *reel_model_load_data(const void *data, size_t size, const char *name, GError **error)
+{
+    g_return_val_if_fail(data || size == 0, NULL);
+    if (!name)
+        name = "(memory)";
+    reel_ir_graph *g = reel_onnx_load_data(data, size, name, NULL, error);
+    return g ? model_from_graph(g, name, error) : NULL;
 }
 
 reel_model *reel_model_ref(reel_model *m)

@@ -86,7 +86,9 @@ static bool fold_node(reel_ir_graph *g, reel_ir_node *n, const reel_op *op)
     }
     reel_exec_ctx ctx = { .threads = 1, .scratch = scratch, .scratch_size = scratch_size };
     // A kernel that fails here fails again at run time, where it is reported.
-    ok = ok && op->run(n, in, out, &ctx) == 0;
+    // Empty outputs need no kernel: it could loop over the other dims for
+    // nothing (a Gather of rows of zero bytes, a billion times).
+    ok = ok && (total == 0 || op->run(n, in, out, &ctx) == 0);
     for (int k = 0; k < n->n_outputs; k++) {
         if (ok && out[k])
             reel_ir_value_set_constant(reel_ir_value_at(g, n->outputs[k]), out[k]);
@@ -112,6 +114,14 @@ int reel_pass_infer_fold(reel_ir_graph *g, GHashTable *unsupported, GError **err
         bool blocked = !op;
         for (int k = 0; k < n->n_inputs && !blocked; k++)
             blocked = n->inputs[k] >= 0 && g_hash_table_contains(unknown, GINT_TO_POINTER(n->inputs[k]));
+        // Every op's first output is required (later ones may be omitted);
+        // inference writes to it.
+        if (!blocked && (n->n_outputs < 1 || n->outputs[0] < 0)) {
+            g_set_error(error, REEL_ERROR, REEL_EFORMAT, "node '%s' (%s): its first output has no name", n->name,
+                        n->op);
+            rc = REEL_EFORMAT;
+            break;
+        }
         if (!blocked) {
             GError *e = NULL;
             int r = op->infer ? op->infer(g, n, &e) : REEL_EUNSUPPORTED;

@@ -16,6 +16,7 @@
 #include "models/session.h"
 #include "models/vulkan/exec.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 
 #define ALIGN 64
 #define KEY_INPUT_MAX 64 // small inputs a plan may read as constants
@@ -322,6 +323,14 @@ static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **er
             goto fail;
         for (int k = 0; k < n->n_outputs; k++) {
             reel_ir_value *v = reel_ir_value_at(g, n->outputs[k]);
+            // Static dims whose product overflows or passes the tensor limit.
+            bool known = v && v->rank >= 0 && v->dtype != REEL_DTYPE_NONE;
+            for (int d = 0; known && d < v->rank; d++)
+                known = v->dims[d] >= 0;
+            if (known && reel_limit_check_tensor(v->rank, v->dims, reel_dtype_size(v->dtype), NULL, error)) {
+                g_prefix_error(error, "node %s (%s): output %s: ", n->name, n->op, v->name);
+                goto fail;
+            }
             if (v && (v->rank < 0 || reel_tensor_count(v->rank, v->dims) < 0 || v->dtype == REEL_DTYPE_NONE)) {
                 g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
                             "node %s (%s): the shape of output %s is not known for these input shapes", n->name,
@@ -461,8 +470,10 @@ static int check_inputs(reel_session *s, reel_buffer *const *inputs, GError **er
                   (c > 0 && !b->data && !b->mem);
         }
         if (bad) {
+            char *got = b ? reel_caps_to_string(&b->format) : g_strdup("nothing");
             g_set_error(error, REEL_ERROR, REEL_EINVAL, "input %s: expected a tensor %s (host memory, or the "
-                        "session's device's)", io->name, want->str);
+                        "session's device's), got %s", io->name, want->str, got);
+            g_free(got);
             return REEL_EINVAL;
         }
     }

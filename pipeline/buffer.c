@@ -1,15 +1,15 @@
 // Buffers: allocation with plane layout, refcounting, metadata.
 #include "pipeline/buffer_internal.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define ALIGN 64
-// Largest frame side and tensor byte size accepted: beyond these the
-// format is an error, not an allocation attempt.
-#define MAX_SIDE 32768
-#define MAX_BYTES ((size_t)1 << 34)
+// Beyond the frame and tensor limits (reel/limits.h) a format is an error,
+// not an allocation attempt.
+#define MAX_BYTES ((size_t)reel_limit_get(REEL_LIMIT_TENSOR_BYTES))
 // SIMD readers (swscale, codecs) may read a little past the last row, as
 // FFmpeg's own frames allow.
 #define TAIL_PADDING 64
@@ -48,7 +48,7 @@ static bool layout(const reel_caps *f, size_t offsets[REEL_MAX_PLANES], int stri
                    size_t *size)
 {
     if (f->media == REEL_MEDIA_VIDEO_RAW) {
-        if (f->width > MAX_SIDE || f->height > MAX_SIDE)
+        if (reel_limit_check_frame(f->width, f->height, NULL) != 0)
             return false;
         reel_pixfmt pf = __builtin_ctzll(f->pixfmts);
         size_t total = 0;
@@ -64,7 +64,7 @@ static bool layout(const reel_caps *f, size_t offsets[REEL_MAX_PLANES], int stri
     if (f->media == REEL_MEDIA_TENSOR) {
         size_t n = reel_dtype_size(f->dtype);
         for (int i = 0; i < f->rank; i++)
-            if (__builtin_mul_overflow(n, (size_t)f->shape[i], &n) || n > MAX_BYTES)
+            if (f->shape[i] < 0 || __builtin_mul_overflow(n, (size_t)f->shape[i], &n) || n > MAX_BYTES)
                 return false;
         *size = n;
         return true;

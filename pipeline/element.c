@@ -2,6 +2,7 @@
 // run time (push, alloc, error).
 #include "pipeline/internal.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 
 #include <stdarg.h>
 
@@ -176,6 +177,12 @@ static int check_format_change(reel_element *e, reel_link *l, const reel_caps *f
 {
     if (reel_caps_equal(f, &l->sent_format))
         return 0;
+    GError *limit = NULL;
+    if (reel_limit_check_caps(f, &limit) < 0) {
+        int rc = reel_element_error(e, limit->code, "%s", limit->message);
+        g_error_free(limit);
+        return rc;
+    }
     const reel_caps *want = &l->dst->in_want[l->dst_pad];
     if (!reel_caps_accepts(want, f)) {
         char *sf = reel_caps_to_string(f), *sw = reel_caps_to_string(want);
@@ -260,6 +267,12 @@ bool reel_element_wait_until(reel_element *e, int64_t deadline_us)
     bool ok = !reel_element_should_stop(e);
     g_mutex_unlock(&p->lock);
     return ok;
+}
+
+void reel_element_configure_input_bytes(reel_element *e, int pad, int64_t max_bytes)
+{
+    g_return_if_fail(pad >= 0 && pad < (int)e->inputs->len && max_bytes >= 0);
+    reel_link_set_max_bytes(e->inputs->pdata[pad], max_bytes);
 }
 
 void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky)

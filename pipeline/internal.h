@@ -28,6 +28,9 @@ typedef struct reel_link {
     atomic_bool eos;               // upstream finished; delivered after the last buffer
     bool eos_taken;
     int capacity;                  // soft bound: upstream is not scheduled while full
+    int64_t max_bytes_request;     // the consumer's byte bound (a queue's max-bytes); 0: the pipeline's
+    int64_t max_bytes;             // in force this run: full (or, leaky, dropping) at this many bytes
+    atomic_llong bytes;            // of the buffers queued
     reel_leaky leaky;
     atomic_long dropped;
     int64_t max_age_ns;            // leaky links: older buffers (since capture) are dropped at pop; 0: none
@@ -96,6 +99,7 @@ struct reel_pipeline {
     GHashTable *devices;           // spec -> reel_device *, opened at prepare
     GPtrArray *elements;           // reel_element *, NULL-terminated
     GPtrArray *links;
+    GHashTable *auto_next;         // class name -> the number its next auto name tries first
     bool prepared;
 
     // run state
@@ -120,6 +124,8 @@ struct reel_pipeline {
 reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity);
 void reel_link_free(reel_link *l);
 void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky);
+// The byte bound the scheduler applies from the next start; 0: the pipeline's.
+void reel_link_set_max_bytes(reel_link *l, int64_t max_bytes);
 // Queues buf for dst (ownership passes); leaky links drop instead of growing.
 void reel_link_push(reel_link *l, reel_buffer *buf);
 void reel_link_push_eos(reel_link *l);

@@ -3,8 +3,11 @@
 
 void reel_json_string(GString *out, const char *s)
 {
+    // JSON text is UTF-8: bytes that are not (a file name, a label file in
+    // another encoding) become U+FFFD rather than make the whole text invalid.
+    char *valid = s && !g_utf8_validate(s, -1, NULL) ? g_utf8_make_valid(s, -1) : NULL;
     g_string_append_c(out, '"');
-    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+    for (const unsigned char *c = (const unsigned char *)(valid ? valid : s ? s : ""); *c; c++) {
         switch (*c) {
         case '"': g_string_append(out, "\\\""); break;
         case '\\': g_string_append(out, "\\\\"); break;
@@ -12,13 +15,14 @@ void reel_json_string(GString *out, const char *s)
         case '\t': g_string_append(out, "\\t"); break;
         case '\r': g_string_append(out, "\\r"); break;
         default:
-            if (*c < 0x20)
+            if (*c < 0x20 || *c == 0x7f)
                 g_string_append_printf(out, "\\u%04x", *c);
             else
                 g_string_append_c(out, (char)*c);
         }
     }
     g_string_append_c(out, '"');
+    g_free(valid);
 }
 
 int reel_write_file_atomically(const char *path, const GString *text, GError **error)

@@ -4,7 +4,8 @@
 
 #include <glib.h>
 
-// Appends s as a JSON string, quoted and escaped.
+// Appends s as a JSON string, quoted and escaped (control characters as
+// \u00XX), invalid UTF-8 replaced by U+FFFD. NULL is the empty string.
 void reel_json_string(GString *out, const char *s);
 
 // Writes text to path via a temporary file renamed into place, so that a

@@ -34,6 +34,11 @@ void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky)
     }
 }
 
+void reel_link_set_max_bytes(reel_link *l, int64_t max_bytes)
+{
+    l->max_bytes_request = max_bytes > 0 ? max_bytes : 0;
+}
+
 static int pop_one(reel_link *l, reel_buffer **buf);
 
 void reel_link_reset(reel_link *l)
@@ -61,25 +66,56 @@ static int queued(reel_link *l)
     return (int)(t - h) + atomic_load(&l->n_overflow);
 }
 
+// Full by bytes: at the bound with something queued (one buffer larger than
+// the bound still passes, alone, so it cannot stall the link).
+static bool over_bytes(reel_link *l)
+{
+    return l->max_bytes > 0 && atomic_load(&l->bytes) >= l->max_bytes && queued(l) > 0;
+}
+
+static bool over_half_bytes(reel_link *l)
+{
+    return l->max_bytes > 0 && atomic_load(&l->bytes) > l->max_bytes / 2 && queued(l) > 0;
+}
+
+// Whether a leaky link must drop before taking `incoming` more bytes: it is
+// at its capacity, or over its byte bound (an empty link always takes one).
+static bool leaky_full(reel_link *l, size_t incoming)
+{
+    if ((int)l->overflow.length >= l->capacity)
+        return true;
+    return l->overflow.length > 0 && l->max_bytes > 0
+           && atomic_load(&l->bytes) + (int64_t)incoming > l->max_bytes;
+}
+
 // Leaky links and ring overflow: under the lock.
 static void push_locked_path(reel_link *l, reel_buffer *buf)
 {
-    reel_buffer *dropped = NULL;
+    GSList *dropped = NULL;
     g_mutex_lock(&l->lock);
-    if (l->leaky != REEL_LEAKY_NO && (int)l->overflow.length >= l->capacity) {
-        if (l->leaky == REEL_LEAKY_UPSTREAM) {
-            dropped = buf;
-            buf = NULL;
-        } else {
-            dropped = g_queue_pop_head(&l->overflow);
-        }
+    if (l->leaky == REEL_LEAKY_UPSTREAM && leaky_full(l, buf->size)) {
+        dropped = g_slist_prepend(dropped, buf);
+        buf = NULL;
         atomic_fetch_add(&l->dropped, 1);
     }
-    if (buf)
+    // Downstream drops the oldest until the newcomer fits.
+    while (buf && l->leaky == REEL_LEAKY_DOWNSTREAM && leaky_full(l, buf->size)) {
+        reel_buffer *old = g_queue_pop_head(&l->overflow);
+        atomic_fetch_sub(&l->bytes, (int64_t)old->size);
+        dropped = g_slist_prepend(dropped, old);
+        atomic_fetch_add(&l->dropped, 1);
+    }
+    if (buf) {
+        atomic_fetch_add(&l->bytes, (int64_t)buf->size);
         g_queue_push_tail(&l->overflow, buf);
+    }
     atomic_store(&l->n_overflow, (int)l->overflow.length);
     g_mutex_unlock(&l->lock);
-    reel_buffer_unref(&dropped);
+    for (GSList *d = dropped; d; d = d->next) {
+        reel_buffer *b = d->data;
+        reel_buffer_unref(&b);
+    }
+    g_slist_free(dropped);
 }
 
 void reel_link_push(reel_link *l, reel_buffer *buf)
@@ -89,6 +125,7 @@ void reel_link_push(reel_link *l, reel_buffer *buf)
     unsigned t = atomic_load_explicit(&l->tail, memory_order_relaxed);
     if (l->leaky == REEL_LEAKY_NO && atomic_load_explicit(&l->n_overflow, memory_order_acquire) == 0
         && t - atomic_load_explicit(&l->head, memory_order_acquire) < l->ring_size) {
+        atomic_fetch_add(&l->bytes, (int64_t)buf->size);
         l->ring[t & (l->ring_size - 1)] = buf;
         atomic_store_explicit(&l->tail, t + 1, memory_order_release);
     } else {
@@ -122,9 +159,11 @@ static int pop_one(reel_link *l, reel_buffer **buf)
         l->eos_taken |= eos;
         return eos ? REEL_EOS : REEL_AGAIN;
     }
+    atomic_fetch_sub(&l->bytes, (int64_t)(*buf)->size);
     // Wake a waiting upstream once half the room is back, so that it
     // resumes with a batch to produce rather than a single slot.
-    if (atomic_load(&l->src_waiting) && queued(l) <= l->capacity / 2 && atomic_exchange(&l->src_waiting, false))
+    if (atomic_load(&l->src_waiting) && queued(l) <= l->capacity / 2 && !over_half_bytes(l)
+        && atomic_exchange(&l->src_waiting, false))
         reel_sched_notify(l->src);
     return 0;
 }
@@ -152,10 +191,10 @@ int reel_link_pop(reel_link *l, reel_buffer **buf)
 // lost.
 bool reel_link_has_space(reel_link *l)
 {
-    if (l->leaky != REEL_LEAKY_NO || queued(l) < l->capacity)
+    if (l->leaky != REEL_LEAKY_NO || (queued(l) < l->capacity && !over_bytes(l)))
         return true;
     atomic_store(&l->src_waiting, true);
-    return queued(l) < l->capacity;
+    return queued(l) < l->capacity && !over_bytes(l);
 }
 
 bool reel_link_has_data(reel_link *l)

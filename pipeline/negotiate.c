@@ -7,6 +7,7 @@
 // sent is one the receiver accepts. Errors name both ends of the link.
 #include "pipeline/internal.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 
 static int template_caps(const reel_element *e, const char *text, reel_caps *out, GError **error)
 {
@@ -111,6 +112,10 @@ static int configure_outputs(reel_element *e, GError **error)
         }
         if (!reel_caps_accepts(down, &out))
             return mismatch(error, e, l->dst, &out, "produces", down, "accepts");
+        if ((rc = reel_limit_check_caps(&out, error)) < 0) {
+            g_prefix_error(error, "element '%s': ", e->name);
+            return rc;
+        }
         e->out_format[o] = out;
     }
     return 0;

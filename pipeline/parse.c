@@ -30,6 +30,9 @@ static bool is_utf8_continuation(char c)
     return ((unsigned char)c & 0xc0) == 0x80;
 }
 
+// The most bytes of a line an error shows.
+enum { SHOWN_MAX = 100 };
+
 static void errorv(GError **error, const reel_parse_description *d, reel_parse_span at,
                    const char *hint, const char *fmt, va_list ap)
 {
@@ -54,17 +57,29 @@ static void errorv(GError **error, const reel_parse_description *d, reel_parse_s
     GString *m = g_string_new(NULL);
     g_string_append_printf(m, "%s:%d:%d: error: ", d->origin, line, col);
     g_string_append_vprintf(m, fmt, ap);
-    g_string_append_printf(m, "\n  %s | %.*s\n  %*s | ", num, (int)(le - ls), s + ls, width, "");
+    // A long line shows only a window around the error, marked with "...".
+    size_t from = ls, to = le;
+    if (le - ls > SHOWN_MAX) {
+        from = pos - ls > SHOWN_MAX / 2 ? pos - SHOWN_MAX / 2 : ls;
+        to = MIN(le, from + SHOWN_MAX);
+        while (from < pos && is_utf8_continuation(s[from]))
+            from++;
+        while (to < le && is_utf8_continuation(s[to]))
+            to++;
+    }
+    const char *before = from > ls ? "..." : "", *after = to < le ? "..." : "";
+    g_string_append_printf(m, "\n  %s | %s%.*s%s\n  %*s | %*s", num, before, (int)(to - from), s + from, after,
+                           width, "", (int)strlen(before), "");
     // The caret line mirrors the text: tabs stay tabs, a multi-byte UTF-8
     // character takes one column.
-    for (size_t i = ls; i < pos; i++) {
+    for (size_t i = from; i < pos; i++) {
         if (s[i] == '\t')
             g_string_append_c(m, '\t');
         else if (!is_utf8_continuation(s[i]))
             g_string_append_c(m, ' ');
     }
     g_string_append_c(m, '^');
-    size_t end = MIN(pos + at.len, le);
+    size_t end = MIN(pos + at.len, to);
     for (size_t i = pos + 1; i < end; i++) {
         if (!is_utf8_continuation(s[i]))
             g_string_append_c(m, '~');
@@ -478,6 +493,13 @@ reel_parse_description *reel_parse_describe(const char *text, const char *origin
     GArray *settings = g_array_new(FALSE, TRUE, sizeof(reel_parse_prop));
     g_array_set_clear_func(settings, prop_clear);
 
+    // Positions, carets and names all assume UTF-8: other bytes stop here.
+    const char *bad;
+    if (!g_utf8_validate(d->text, -1, &bad)) {
+        fail(&ps, (size_t)(bad - d->text), 1, "save the description as UTF-8", "invalid UTF-8 byte 0x%02x",
+             (unsigned char)*bad);
+        goto fail;
+    }
     skip_blank(&ps);
     if (ps.s[ps.p] == '\0') {
         fail(&ps, 0, 0, "write elements linked with '!', e.g. testsrc ! fakesink",

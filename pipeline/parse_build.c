@@ -228,7 +228,7 @@ static bool link_items(builder *b, reel_element *src, reel_element *dst, reel_pa
 // The settings before the first element apply to the pipeline.
 static bool apply_settings(builder *b)
 {
-    static const char *const keys[] = { "device", "placement", "memory-budget" };
+    static const char *const keys[] = { "device", "placement", "memory-budget", "queue-max-bytes" };
     for (size_t i = 0; i < b->d->n_settings; i++) {
         const reel_parse_prop *set = &b->d->settings[i];
         GError *err = NULL;

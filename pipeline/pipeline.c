@@ -1,6 +1,7 @@
 // Pipelines: owning elements and the links between them.
 #include "pipeline/internal.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 
 #include <string.h>
 
@@ -15,6 +16,8 @@ reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params)
         p->params.threads = (int)g_get_num_processors();
     if (p->params.queue_size <= 0)
         p->params.queue_size = DEFAULT_QUEUE_SIZE;
+    if (p->params.queue_bytes <= 0)
+        p->params.queue_bytes = reel_limit_get(REEL_LIMIT_QUEUE_BYTES);
     if (p->params.stats_interval_ms == 0)
         p->params.stats_interval_ms = 1000;
     p->device = g_strdup("cpu");
@@ -49,6 +52,8 @@ void reel_pipeline_destroy(reel_pipeline **pp)
         reel_element_destroy(&e);
     }
     g_ptr_array_free(p->links, TRUE);
+    if (p->auto_next)
+        g_hash_table_destroy(p->auto_next);
     g_ptr_array_free(p->elements, TRUE);
     g_clear_error(&p->error);
     g_free(p->ready);
@@ -87,6 +92,16 @@ int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GErr
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "invalid memory-budget '%s': expected bytes", value);
         return REEL_EINVAL;
     }
+    if (strcmp(key, "queue-max-bytes") == 0) {
+        char *end;
+        gint64 v = g_ascii_strtoll(value, &end, 10);
+        if (*value && !*end && v > 0) {
+            p->params.queue_bytes = v;
+            return 0;
+        }
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "invalid queue-max-bytes '%s': expected bytes above 0", value);
+        return REEL_EINVAL;
+    }
     if (strcmp(key, "placement") == 0 && (strcmp(value, "prefer") == 0 || strcmp(value, "strict") == 0)) {
         p->strict_placement = strcmp(value, "strict") == 0;
         return 0;
@@ -96,18 +111,25 @@ int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GErr
     else if (strcmp(key, "device") == 0)
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "empty device");
     else
-        g_set_error(error, REEL_ERROR, REEL_EINVAL, "unknown pipeline setting '%s' (known: device, placement, memory-budget)", key);
+        g_set_error(error, REEL_ERROR, REEL_EINVAL,
+                    "unknown pipeline setting '%s' (known: device, placement, memory-budget, queue-max-bytes)", key);
     return REEL_EINVAL;
 }
 
 // Auto-named elements are called after their class and numbered per
 // pipeline from 0, so the same description always gives the same names.
+// Names are never removed, so each class's search resumes where its last
+// one ended: one lookup per element, not one per element before it.
 static char *auto_name(reel_pipeline *p, const char *klass)
 {
-    for (int n = 0;; n++) {
+    if (!p->auto_next)
+        p->auto_next = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (int n = GPOINTER_TO_INT(g_hash_table_lookup(p->auto_next, klass));; n++) {
         char *name = g_strdup_printf("%s%d", klass, n);
-        if (!reel_pipeline_find(p, name))
+        if (!reel_pipeline_find(p, name)) {
+            g_hash_table_insert(p->auto_next, g_strdup(klass), GINT_TO_POINTER(n + 1));
             return name;
+        }
         g_free(name);
     }
 }

@@ -1,6 +1,7 @@
 // What a run did, per element: as structs, JSON, and a Graphviz graph.
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pipeline/internal.h"
 #include "pipeline/json.h"
@@ -52,6 +53,17 @@ int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
     return count;
 }
 
+int64_t reel_pipeline_frames_done(reel_pipeline *p)
+{
+    int64_t frames = 0;
+    for (guint i = 0; i + 1 < p->elements->len; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->klass->max_outputs == 0)
+            frames = MAX(frames, atomic_load(&e->buffers_in));
+    }
+    return frames;
+}
+
 // Drops per input, and a sink's latency; closes the element's object.
 static void append_inputs_and_latency(GString *s, const reel_element *e, const reel_element_report *r)
 {
@@ -66,6 +78,43 @@ static void append_inputs_and_latency(GString *s, const reel_element *e, const r
                                r->latency_frames, r->latency_p50_ms, r->latency_p95_ms, r->latency_p99_ms,
                                r->latency_max_ms);
     g_string_append_c(s, '}');
+}
+
+// Resident memory of the process now and at its peak, in bytes (Linux
+// /proc); -1 where it cannot be read.
+static void read_rss(int64_t *now, int64_t *peak)
+{
+    *now = *peak = -1;
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%*s %ld", &pages) == 1)
+        *now = (int64_t)pages * sysconf(_SC_PAGESIZE);
+    if (f)
+        fclose(f);
+    char *status = NULL;
+    if (g_file_get_contents("/proc/self/status", &status, NULL, NULL)) {
+        const char *hwm = strstr(status, "\nVmHWM:");
+        long kib;
+        if (hwm && sscanf(hwm + 7, "%ld", &kib) == 1)
+            *peak = (int64_t)kib * 1024;
+        g_free(status);
+    }
+}
+
+// Process-wide memory figures at the time of writing: resident memory, and
+// the buffer pools' counts (after a finished run, outstanding buffers and
+// open pools are leaks).
+static void append_memory(GString *s)
+{
+    int64_t rss, peak;
+    read_rss(&rss, &peak);
+    reel_pool_stats pools = reel_pool_get_totals();
+    reel_buffer_stats buffers = reel_buffer_get_stats();
+    g_string_append_printf(s,
+                           ",\n\"memory\": {\"rss_bytes\": %" G_GINT64_FORMAT ", \"rss_peak_bytes\": %" G_GINT64_FORMAT
+                           ", \"buffers_live\": %ld, \"pools_open\": %ld, \"pool_buffers_allocated\": %ld"
+                           ", \"pool_buffers_outstanding\": %ld}",
+                           rss, peak, buffers.live, pools.pools_open, pools.allocated, pools.outstanding);
 }
 
 int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error)
@@ -92,7 +141,9 @@ int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError *
                                r[i].bytes_to_device, r[i].bytes_to_host);
         append_inputs_and_latency(s, p->elements->pdata[i], &r[i]);
     }
-    g_string_append(s, "\n]}\n");
+    g_string_append(s, "\n]");
+    append_memory(s);
+    g_string_append(s, "}\n");
     int rc = reel_write_file_atomically(path, s, error);
     g_string_free(s, TRUE);
     g_free(r);

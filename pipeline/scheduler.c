@@ -389,6 +389,7 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
     for (guint i = 0; i < p->links->len; i++) {
         reel_link *l = p->links->pdata[i];
         l->max_age_ns = l->leaky != REEL_LEAKY_NO ? (int64_t)p->params.latency_ms * 1000000 : 0;
+        l->max_bytes = l->max_bytes_request > 0 ? l->max_bytes_request : p->params.queue_bytes;
     }
 
     p->start_us = g_get_monotonic_time();

@@ -10,6 +10,7 @@
 #include "models/session.h"
 #include "reel/device.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 #include "reel/model.h"
 #include "tools/cli.h"
 
@@ -84,13 +85,18 @@ static reel_buffer *npy_read(const char *path, GError **error)
     const char *d = strstr(h, "'descr'"), *f = strstr(h, "'fortran_order'"), *s = strstr(h, "'shape'");
     reel_dtype dt = REEL_DTYPE_NONE;
     for (size_t i = 0; d && i < G_N_ELEMENTS(npy_types); i++)
-        if (strstr(d, npy_types[i].descr) == strchr(d + 7, '\'') + 1)
+        if (strchr(d + 7, '\'') && strstr(d, npy_types[i].descr) == strchr(d + 7, '\'') + 1)
             dt = npy_types[i].dt;
     if (!d || dt == REEL_DTYPE_NONE) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: dtype not supported (header %s)", path, h);
         goto done;
     }
-    if (!f || !strstr(f, "False")) {
+    if (!f || !s) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: header lacks 'fortran_order' or 'shape' (header %s)",
+                    path, h);
+        goto done;
+    }
+    if (!strstr(f, "False")) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: Fortran order is not supported", path);
         goto done;
     }
@@ -115,6 +121,10 @@ static reel_buffer *npy_read(const char *path, GError **error)
         }
         shape[rank++] = v;
         p = end;
+    }
+    if (reel_limit_check_tensor(rank, shape, reel_dtype_size(dt), NULL, error) < 0) {
+        g_prefix_error(error, "%s: shape: ", path);
+        goto done;
     }
     b = tensor_buffer(dt, rank, shape);
     size_t need = b ? b->size : 0;

@@ -233,16 +233,25 @@ static char *read_description(const run_opts *o, int argc, char **argv, char **o
     }
     GError *err = NULL;
     char *text = NULL;
+    gsize len = 0;
     if (strcmp(o->file, "-") == 0) {
         GString *s = g_string_new(NULL);
         char chunk[4096];
         size_t n;
         while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
             g_string_append_len(s, chunk, (gssize)n);
+        len = s->len;
         text = g_string_free(s, FALSE);
-    } else if (!g_file_get_contents(o->file, &text, NULL, &err)) {
+    } else if (!g_file_get_contents(o->file, &text, &len, &err)) {
         fprintf(stderr, "reel: %s\n", err->message);
         g_error_free(err);
+        return NULL;
+    }
+    // The parser sees a C string: a NUL would silently end the description.
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        fprintf(stderr, "reel: %s: byte %zu is NUL; a description is text\n", o->file, (size_t)(nul - text));
+        g_free(text);
         return NULL;
     }
     (void)argc;
@@ -297,21 +306,6 @@ static void write_output(int (*write)(reel_pipeline *, const char *, GError **),
         g_error_free(err);
         *exit_code = EXIT_RUNTIME;
     }
-}
-
-// Frames that reached the sinks: the most any sink received.
-static int64_t frames_done(reel_pipeline *p)
-{
-    int n = reel_pipeline_report(p, NULL, 0);
-    reel_element_report *r = g_new0(reel_element_report, n);
-    reel_pipeline_report(p, r, n);
-    reel_element *const *els = reel_pipeline_elements(p);
-    int64_t frames = 0;
-    for (int i = 0; i < n; i++)
-        if (reel_element_get_class(els[i])->max_outputs == 0)
-            frames = MAX(frames, r[i].buffers_in);
-    g_free(r);
-    return frames;
 }
 
 int cmd_run(int argc, char **argv)
@@ -397,7 +391,7 @@ int cmd_run(int argc, char **argv)
         write_output(reel_pipeline_write_trace, s.pipeline, o.trace, &exit_code);
     if (!o.quiet) {
         double secs = reel_pipeline_wall_us(s.pipeline) / 1e6;
-        int64_t frames = frames_done(s.pipeline);
+        int64_t frames = reel_pipeline_frames_done(s.pipeline);
         fprintf(stderr, "reel: %s: %" G_GINT64_FORMAT " frames in %.3f s (%.1f fps)\n",
                 exit_code == EXIT_OK ? "done" : "stopped", frames, secs, secs > 0 ? frames / secs : 0.0);
     }

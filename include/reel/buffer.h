@@ -162,6 +162,17 @@ reel_buffer *reel_pool_acquire(reel_pool *pool);
 // The owner's release; NULL-safe, sets *pool to NULL.
 void reel_pool_release(reel_pool **pool);
 
+// What pools allocated: for one pool, or summed over every pool the process
+// made. After a run has stopped, outstanding (and pools_open) not being 0
+// means some buffer was never given back: a leak.
+typedef struct reel_pool_stats {
+    long pools_open;   // pools not yet freed (1 for one pool)
+    long allocated;    // buffers created, not counting recycled ones
+    long outstanding;  // acquired and not yet returned
+} reel_pool_stats;
+reel_pool_stats reel_pool_get_stats(const reel_pool *pool);
+reel_pool_stats reel_pool_get_totals(void);
+
 // Process-wide counts, for tests and leak checks: buffers alive (allocated
 // and not freed or returned to a pool) now and at most since the last reset.
 typedef struct reel_buffer_stats {

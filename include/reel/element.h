@@ -277,5 +277,8 @@ typedef enum reel_leaky {
 // Sets the capacity (buffers) and drop policy of the link into input `pad`.
 // Call from `start`.
 void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky);
+// Sets the byte bound of the link into input `pad` (0: the pipeline's
+// queue-max-bytes); it applies from the next start.
+void reel_element_configure_input_bytes(reel_element *e, int pad, int64_t max_bytes);
 
 #endif

@@ -34,6 +34,10 @@ typedef struct reel_model_io {
 // REEL_EUNSUPPORTED (the message lists every unsupported node by name and op).
 // Thread-safety: safe from any thread.
 reel_model *reel_model_load(const char *path, GError **error);
+// The same from a serialized ONNX model in memory (the caller keeps `data`).
+// `name` stands for it in messages (NULL: "(memory)"); a model with external
+// data is refused with REEL_EFORMAT, as there is no directory to read it from.
+reel_model *reel_model_load_data(const void *data, size_t size, const char *name, GError **error);
 reel_model *reel_model_ref(reel_model *m);
 void reel_model_unref(reel_model **m);
 

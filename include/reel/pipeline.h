@@ -15,6 +15,9 @@ typedef struct reel_pipeline reel_pipeline;
 typedef struct reel_pipeline_params {
     int threads;        // workers in the pool; 0: one per core
     int queue_size;     // default capacity (buffers) of every link; 0: 8
+    // Default byte bound of every link: full (leaky: dropping) once its
+    // buffers hold this many bytes; 0: REEL_LIMIT_QUEUE_BYTES (reel/limits.h).
+    int64_t queue_bytes;
     int stats_interval_ms; // period of STATS messages while run/wait waits; 0: 1000; <0: none
     bool trace;         // record a span per buffer processed, for reel_pipeline_write_trace()
     // Live latency bound, ms: a leaky link (a leaky queue) drops a buffer
@@ -38,7 +41,8 @@ void reel_pipeline_destroy(reel_pipeline **p);
 // default is "cpu") and "placement" ("prefer": an element that cannot run
 // there falls back to the cpu and the report says why; "strict": that is an
 // error naming the element and the reason) and "memory-budget" (bytes of
-// memory the pipeline may hold on each of its devices). A `.reel` file may
+// memory the pipeline may hold on each of its devices) and "queue-max-bytes"
+// (the default byte bound of every link, as params.queue_bytes). A `.reel` file may
 // set them on its first lines (`device=vulkan:0`). Fails with REEL_EINVAL for
 // an unknown key or value, or once the pipeline is prepared.
 int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error);
@@ -96,6 +100,9 @@ typedef struct reel_element_report {
 
 // Fills up to n entries in element order; returns the number of elements.
 int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
+// Frames done: the most buffers any sink (an element without outputs) took
+// in the last (or current) run.
+int64_t reel_pipeline_frames_done(reel_pipeline *p);
 // Buffers a leaky link dropped on their way into input `pad` of e in the
 // last (or current) run; 0 for a pad that does not exist.
 int64_t reel_element_input_dropped(const reel_element *e, int pad);
@@ -106,7 +113,9 @@ int64_t reel_pipeline_wall_us(reel_pipeline *p);
 // "device_requested", "device", "reason", "buffers_in", "buffers_out",
 // "busy_ms", "dropped", "dropped_per_input": [n, ...], "bytes_to_device",
 // "bytes_to_host", and for sinks "latency": {"frames", "p50_ms", "p95_ms",
-// "p99_ms", "max_ms"}}, ...]}.
+// "p99_ms", "max_ms"}}, ...], "memory": {"rss_bytes", "rss_peak_bytes",
+// "buffers_live", "pools_open", "pool_buffers_allocated",
+// "pool_buffers_outstanding"}} (process-wide, when the report is written).
 // Written whole or not at all. Returns 0 or REEL_EIO.
 int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error);
 

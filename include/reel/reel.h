@@ -9,6 +9,7 @@
 #include "device.h"
 #include "element.h"
 #include "error.h"
+#include "limits.h"
 #include "parse.h"
 #include "pipeline.h"
 #include "vision.h"

@@ -133,7 +133,10 @@ static int rgeom_init(const reel_ir_node *n, int opset, int rank, const int64_t 
             r->scale[a] = (float)s;
             if (in[a] >= 0) {
                 double len = crop ? in[a] * (r->roi_end[a] - r->roi_start[a]) : (double)in[a];
-                r->out[a] = (int64_t)floor(len * (double)(float)s);
+                double out = floor(len * (double)(float)s);
+                if (!(out >= 0 && out < 0x1p62)) // NaN too; the cast would be undefined
+                    NN_FAIL(error, REEL_EINVAL, n, "scales give an output size out of range");
+                r->out[a] = (int64_t)out;
             } else {
                 r->out[a] = REEL_DIM_UNKNOWN;
             }
@@ -163,7 +166,10 @@ static int rgeom_init(const reel_ir_node *n, int opset, int rank, const int64_t 
                 r->out[a] = REEL_DIM_UNKNOWN;
             } else if (larger || smaller) {
                 r->scale[a] = common;
-                r->out[a] = (int64_t)floor(common * (double)in[a] + 0.5);
+                double out = floor(common * (double)in[a] + 0.5);
+                if (!(out >= 0 && out < 0x1p62))
+                    NN_FAIL(error, REEL_EINVAL, n, "sizes give an output size out of range");
+                r->out[a] = (int64_t)out;
             } else {
                 r->out[a] = sz[i];
                 r->scale[a] = in[a] > 0 ? (double)sz[i] / (double)in[a] : 1;

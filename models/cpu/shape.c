@@ -476,7 +476,8 @@ static int run_concat(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
         int64_t row = in[i]->shape[axis] * inner;
         const char *s = in[i]->data;
         char *d = (char *)o->data + at;
-        for (int64_t j = 0; j < outer; j++)
+        // row 0 (an empty input): nothing to copy, however large outer is.
+        for (int64_t j = 0; row && j < outer; j++)
             memcpy(d + j * orow, s + j * row, row);
         at += row;
     }
@@ -829,7 +830,8 @@ static int run_gather(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     int64_t ni = count_of(idx);
     char *o = out[0]->data;
     const char *s = x->data;
-    for (int64_t j = 0; j < outer; j++) {
+    // inner 0 (rows of no bytes): an empty output, however many rows and indices.
+    for (int64_t j = 0; inner && j < outer; j++) {
         for (int64_t i = 0; i < ni; i++) {
             int64_t v = idx->dtype == REEL_DTYPE_INT64 ? ((const int64_t *)idx->data)[i]
                                                         : ((const int32_t *)idx->data)[i];

@@ -14,12 +14,14 @@
 #include "models/onnx/load.h"
 #include "onnx.pb-c.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 
-// Larger files are refused before reading: protobuf itself caps messages at
-// 2 GiB, and bigger weights belong in external data files.
-#define MAX_MODEL_BYTES ((int64_t)2 << 30)
-// External data files may be larger, but no single tensor beyond this.
-#define MAX_TENSOR_BYTES ((int64_t)16 << 30)
+// Larger files are refused before reading (REEL_LIMIT_MODEL_BYTES: protobuf
+// itself caps messages at 2 GiB, and bigger weights belong in external data
+// files). External data files may be larger, but no single tensor beyond
+// REEL_LIMIT_TENSOR_BYTES.
+#define MAX_MODEL_BYTES reel_limit_get(REEL_LIMIT_MODEL_BYTES)
+#define MAX_TENSOR_BYTES reel_limit_get(REEL_LIMIT_TENSOR_BYTES)
 
 #if G_BYTE_ORDER != G_LITTLE_ENDIAN
 #error "raw_data is little-endian; a big-endian host needs byte swapping here"
@@ -92,7 +94,13 @@ static int read_external(const Onnx__TensorProto *tp, const char *dir, const cha
     for (char **c = parts; *c; c++)
         escapes |= strcmp(*c, "..") == 0;
     g_strfreev(parts);
-    if (!dir || g_path_is_absolute(location) || escapes) {
+    if (!dir) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT,
+                    "%s '%s': external data '%s' cannot be read: the model was loaded from memory, not a file",
+                    what, tname(tp), location);
+        return REEL_EFORMAT;
+    }
+    if (g_path_is_absolute(location) || escapes) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT,
                     "%s '%s': external data location '%s' must lie inside the model's directory", what,
                     tname(tp), location);
@@ -185,12 +193,28 @@ static reel_tensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *d
     int64_t nbytes;
     if (count < 0 || __builtin_mul_overflow(count, (int64_t)esize, &nbytes)
         || nbytes > MAX_TENSOR_BYTES) {
-        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': shape too large", what, tname(tp));
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': shape too large (over %" G_GINT64_FORMAT
+                    " bytes, %s)", what, tname(tp), (gint64)MAX_TENSOR_BYTES,
+                    reel_limit_env(REEL_LIMIT_TENSOR_BYTES));
         return NULL;
     }
     if (tp->segment) {
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s '%s': segmented tensors are not supported",
                     what, tname(tp));
+        return NULL;
+    }
+    // Data inside the model is checked against the shape before allocating:
+    // a few bytes that claim a huge shape must not cost gigabytes.
+    bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    size_t typed = tp->n_float_data + tp->n_double_data + tp->n_int64_data + tp->n_int32_data;
+    if (!external && tp->has_raw_data && tp->raw_data.len != (uint64_t)nbytes) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': raw_data has %zu bytes, shape and type need %"
+                    G_GINT64_FORMAT, what, tname(tp), tp->raw_data.len, (gint64)nbytes);
+        return NULL;
+    }
+    if (!external && !tp->has_raw_data && typed < (uint64_t)count) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': holds %zu elements, shape needs %" G_GINT64_FORMAT,
+                    what, tname(tp), typed, count);
         return NULL;
     }
     reel_tensor *t = reel_tensor_new(dt, rank, tp->dims);
@@ -287,8 +311,10 @@ static bool read_file(const char *path, const char *what, guint8 **data, gsize *
     }
     if ((int64_t)st.st_size > MAX_MODEL_BYTES) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT,
-                    "%s '%s' is %" G_GINT64_FORMAT " bytes, over the 2 GiB limit (use external data)",
-                    what, path, (gint64)st.st_size);
+                    "%s '%s' is %" G_GINT64_FORMAT " bytes, over the limit of %" G_GINT64_FORMAT
+                    " bytes (%s; larger weights belong in external data)",
+                    what, path, (gint64)st.st_size, (gint64)MAX_MODEL_BYTES,
+                    reel_limit_env(REEL_LIMIT_MODEL_BYTES));
         return false;
     }
     GError *e = NULL;
@@ -427,7 +453,8 @@ static int convert_attr(loader *L, const Onnx__NodeProto *np, const char *node_n
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
         a->type = REEL_ATTR_STRING;
-        a->s = g_strndup((const char *)ap->s.data, ap->s.len);
+        // An empty string may have no data at all: g_strndup(NULL, 0) would be NULL.
+        a->s = ap->s.data ? g_strndup((const char *)ap->s.data, ap->s.len) : g_strdup("");
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
         a->type = REEL_ATTR_INTS;
@@ -784,8 +811,23 @@ reel_ir_graph *reel_onnx_load(const char *path, GError **error)
     gsize len = 0;
     if (!read_file(path, "model", &data, &len, error))
         return NULL;
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    char *dir = g_path_get_dirname(path);
+    reel_ir_graph *g = reel_onnx_load_data(data, len, path, dir, error);
+    g_free(dir);
     g_free(data);
+    return g;
+}
+
+reel_ir_graph *reel_onnx_load_data(const void *data, size_t size, const char *name, const char *dir,
+                                   GError **error)
+{
+    const char *path = name ? name : "(memory)";
+    if ((uint64_t)size > (uint64_t)MAX_MODEL_BYTES) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "'%s' is %zu bytes, over the limit of %" G_GINT64_FORMAT
+                    " bytes (%s)", path, size, (gint64)MAX_MODEL_BYTES, reel_limit_env(REEL_LIMIT_MODEL_BYTES));
+        return NULL;
+    }
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
     if (!mp || !mp->graph) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT, "'%s' is not an ONNX model%s", path,
                     mp ? " (it has no graph)" : " (truncated or not a protobuf ModelProto)");
@@ -793,7 +835,6 @@ reel_ir_graph *reel_onnx_load(const char *path, GError **error)
             onnx__model_proto__free_unpacked(mp, NULL);
         return NULL;
     }
-    char *dir = g_path_get_dirname(path);
     loader L = {
         .g = reel_ir_graph_new(),
         .by_name = g_hash_table_new(g_str_hash, g_str_equal),
@@ -802,7 +843,6 @@ reel_ir_graph *reel_onnx_load(const char *path, GError **error)
     GError *e = NULL;
     int rc = build_graph(&L, mp, &e);
     g_hash_table_destroy(L.by_name);
-    g_free(dir);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (rc) {
         if (!e)

@@ -466,6 +466,30 @@ static void launch_unknown_element(void **state)
     run_cases(unknown_element_cases, G_N_ELEMENTS(unknown_element_cases), true);
 }
 
+// A long line shows a window of 100 bytes around the error, the caret
+// still under it.
+static void launch_error_on_a_long_line(void **state)
+{
+    (void)state;
+    reel_init();
+    GString *text = g_string_new("testsrc");
+    for (int i = 0; i < 30; i++)
+        g_string_append(text, " ! identity");
+    g_string_append(text, " ! fakesnk");
+    for (int i = 0; i < 30; i++)
+        g_string_append(text, " ! identity");
+    GError *err = NULL;
+    assert_null(reel_parse_launch(text->str, NULL, NULL, &err));
+    assert_string_equal(err->message,
+                        "pipeline:1:341: error: unknown element 'fakesnk'\n"
+                        "  1 | ...ity ! identity ! identity ! identity ! identity ! fakesnk ! identity ! identity"
+                        " ! identity ! identit...\n"
+                        "    |                                                      ^~~~~~~\n"
+                        "hint: did you mean 'fakesink'?");
+    g_clear_error(&err);
+    g_string_free(text, TRUE);
+}
+
 static const error_case unknown_property_cases[] = {
     { "testsrc num-bufers=3 ! fakesink",
       "pipeline:1:9: error: unknown property 'num-bufers' of element 'testsrc'",
@@ -583,6 +607,7 @@ int main(void)
         cmocka_unit_test(launch_bad_value),
         cmocka_unit_test(launch_references_and_names),
         cmocka_unit_test(launch_link_errors),
+        cmocka_unit_test(launch_error_on_a_long_line),
         cmocka_unit_test(launch_bad_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

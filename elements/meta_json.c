@@ -1,0 +1,103 @@
+// One frame's metadata as a JSON line (the keys are described in metasink.c).
+#include "elements/meta_json.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "pipeline/json.h"
+
+void reel_meta_add_number(GString *out, double v, const char *fmt, const char *none)
+{
+    // Room for every digit of the largest double: a smaller buffer would cut
+    // a huge value short into a different, still valid, number.
+    char buf[DBL_MAX_10_EXP + 32];
+    g_string_append(out, isfinite(v) ? g_ascii_formatd(buf, sizeof buf, fmt, v) : none);
+}
+
+char *reel_meta_label_text(const char label[REEL_LABEL_MAX])
+{
+    return g_utf8_make_valid(label, (gssize)strnlen(label, REEL_LABEL_MAX));
+}
+
+double reel_meta_pts_seconds(const reel_buffer *b)
+{
+    if (b->pts == REEL_PTS_NONE || b->time_base.num <= 0 || b->time_base.den <= 0)
+        return NAN;
+    return (double)b->pts * b->time_base.num / b->time_base.den;
+}
+
+static void json_label(GString *out, const char label[REEL_LABEL_MAX])
+{
+    char *text = reel_meta_label_text(label);
+    g_string_append(out, ", \"label\": ");
+    reel_json_string(out, text);
+    g_free(text);
+}
+
+static void json_detection(GString *out, const reel_detection *d)
+{
+    g_string_append(out, "{\"box\": [");
+    const float box[4] = { d->x0, d->y0, d->x1, d->y1 };
+    for (int i = 0; i < 4; i++) {
+        g_string_append(out, i ? ", " : "");
+        reel_meta_add_number(out, box[i], "%.3f", "null");
+    }
+    g_string_append(out, "], \"score\": ");
+    reel_meta_add_number(out, d->score, "%.4f", "null");
+    if (d->class_id >= 0)
+        g_string_append_printf(out, ", \"class\": %d", d->class_id);
+    if (d->label[0])
+        json_label(out, d->label);
+    if (d->track_id >= 0)
+        g_string_append_printf(out, ", \"track\": %" G_GINT64_FORMAT, (gint64)d->track_id);
+    int nl = CLAMP(d->n_landmarks, 0, REEL_MAX_LANDMARKS);
+    for (int l = 0; l < nl; l++) {
+        g_string_append(out, l ? ", [" : ", \"landmarks\": [[");
+        reel_meta_add_number(out, d->landmarks[l][0], "%.3f", "null");
+        g_string_append(out, ", ");
+        reel_meta_add_number(out, d->landmarks[l][1], "%.3f", "null");
+        g_string_append(out, l + 1 < nl ? "]" : "]]");
+    }
+    g_string_append_c(out, '}');
+}
+
+static void json_classification(GString *out, const reel_classification *c)
+{
+    g_string_append_printf(out, "{\"class\": %d", c->class_id);
+    if (c->label[0])
+        json_label(out, c->label);
+    g_string_append(out, ", \"score\": ");
+    reel_meta_add_number(out, c->score, "%.4f", "null");
+    if (c->detection >= 0)
+        g_string_append_printf(out, ", \"detection\": %d", c->detection);
+    g_string_append_c(out, '}');
+}
+
+void reel_meta_json_frame(GString *out, const reel_buffer *b, const reel_detections *dets,
+                          const reel_classifications *cls)
+{
+    g_string_append_printf(out, "{\"stream\": %d, \"frame\": %" G_GINT64_FORMAT ", \"pts\": ", b->stream_id,
+                           (gint64)b->frame_number);
+    reel_meta_add_number(out, reel_meta_pts_seconds(b), "%.6f", "null");
+    if (b->format.media == REEL_MEDIA_TENSOR) {
+        g_string_append(out, ", \"shape\": [");
+        int rank = CLAMP(b->format.rank, 0, REEL_TENSOR_MAX_RANK);
+        for (int i = 0; i < rank; i++)
+            g_string_append_printf(out, "%s%" G_GINT64_FORMAT, i ? ", " : "", (gint64)b->format.shape[i]);
+        g_string_append_c(out, ']');
+    } else {
+        g_string_append_printf(out, ", \"width\": %d, \"height\": %d", b->format.width, b->format.height);
+    }
+    g_string_append(out, ", \"detections\": [");
+    for (int i = 0; dets && i < dets->n; i++) {
+        g_string_append(out, i ? ", " : "");
+        json_detection(out, &dets->items[i]);
+    }
+    g_string_append(out, "], \"classifications\": [");
+    for (int i = 0; cls && i < cls->n; i++) {
+        g_string_append(out, i ? ", " : "");
+        json_classification(out, &cls->items[i]);
+    }
+    g_string_append(out, "]}\n");
+}
