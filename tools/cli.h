@@ -13,5 +13,9 @@ int cmd_model(int argc, char **argv);
 // argv holds the ARGS after "run"/"bench" (argv[0] is MODEL.onnx when given).
 int cmd_model_run(int argc, char **argv);
 int cmd_model_bench(int argc, char **argv);
+// The fleet on NATS JetStream (fleet/jobs.h): run jobs, queue one, list them.
+int cmd_worker(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
 
 #endif

@@ -15,6 +15,9 @@ static const char usage[] =
     "  devices                list every device reel can run on\n"
     "  model info|run|bench MODEL.onnx ...\n"
     "                         describe, run or benchmark an ONNX model\n"
+    "  worker --nats URL      take jobs from a NATS JetStream queue and run them\n"
+    "  submit DESCRIPTION...  queue a job for the workers; prints its id\n"
+    "  jobs                   the queue's jobs and workers\n"
     "\n"
     "options:\n"
     "  --help                 this text (also: reel run --help)\n"
@@ -48,6 +51,12 @@ static int run_command(int argc, char **argv)
         return cmd_devices(argc - 2, argv + 2);
     if (strcmp(cmd, "model") == 0)
         return cmd_model(argc - 2, argv + 2);
+    if (strcmp(cmd, "worker") == 0)
+        return cmd_worker(argc - 2, argv + 2);
+    if (strcmp(cmd, "submit") == 0)
+        return cmd_submit(argc - 2, argv + 2);
+    if (strcmp(cmd, "jobs") == 0)
+        return cmd_jobs(argc - 2, argv + 2);
     fprintf(stderr, "reel: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_USAGE;
 }

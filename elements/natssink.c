@@ -1,0 +1,238 @@
+// natssink: publishes each frame's metadata to NATS, one message per frame,
+// for services that watch many cameras from elsewhere. The message is the
+// JSON object metasink writes for the frame (elements/meta_json.c), without
+// the newline, on `subject` with {stream} replaced by the buffer's stream id.
+//
+// jetstream=false: core NATS, at most once: nothing is stored for a
+// subscriber that is not there. jetstream=true: each message goes to a
+// JetStream stream (`stream`, created for the subject if missing) and is
+// acknowledged by the server; a message it refused fails the run, and at the
+// end of the stream every message still pending is waited for.
+//
+// A lost server: the library reconnects on its own and holds what is
+// published meanwhile (8 MiB); once that is full, or the server is gone at
+// the end, the run fails with a message naming the server.
+#include <string.h>
+
+#include "elements/meta_json.h"
+#include "fleet/connect.h"
+#include "reel/reel.h"
+
+enum { MAX_PENDING = 1024, FINISH_WAIT_MS = 10000 };
+
+typedef struct natssink_priv {
+    char *subject;
+    bool jetstream;
+    char *url;
+    char *stream;
+
+    natsConnection *nc;
+    jsCtx *js;
+    GString *line;
+    GString *subject_now; // subject with {stream} replaced, reused
+    GMutex lock;          // guards the two fields below (set from the library's thread)
+    int64_t refused;      // messages JetStream did not store
+    char *refused_text;   // why the first was refused
+} natssink_priv;
+
+static const reel_prop props[] = {
+    { "subject", REEL_PROP_STRING, offsetof(natssink_priv, subject), "reel.meta.{stream}",
+      .help = "subject of each frame's message; {stream} is replaced by the stream id" },
+    { "jetstream", REEL_PROP_BOOL, offsetof(natssink_priv, jetstream), "false",
+      .help = "store each message in a JetStream stream and wait for the server's acknowledgement" },
+    { "url", REEL_PROP_STRING, offsetof(natssink_priv, url), NULL,
+      .help = "server (default $REEL_NATS_URL, else nats://127.0.0.1:4222)" },
+    { "stream", REEL_PROP_STRING, offsetof(natssink_priv, stream), "REEL_META",
+      .help = "JetStream stream the messages go to; created for the subject if missing (jetstream=true)" },
+    { NULL },
+};
+
+static char *replace_all(const char *text, const char *what, const char *with)
+{
+    char **parts = g_strsplit(text, what, -1);
+    char *out = g_strjoinv(with, parts);
+    g_strfreev(parts);
+    return out;
+}
+
+static void subject_for(GString *out, const char *subject, int stream_id)
+{
+    char id[16];
+    g_snprintf(id, sizeof id, "%d", stream_id);
+    char *text = replace_all(subject, "{stream}", id);
+    g_string_assign(out, text);
+    g_free(text);
+}
+
+static void on_refused(jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+    (void)js;
+    natssink_priv *s = closure;
+    g_mutex_lock(&s->lock);
+    if (s->refused++ == 0)
+        s->refused_text = g_strdup(pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err));
+    g_mutex_unlock(&s->lock);
+}
+
+static int init(reel_element *e)
+{
+    natssink_priv *s = reel_element_priv(e);
+    g_mutex_init(&s->lock);
+    return 0;
+}
+
+static int fail(reel_element *e, natsStatus st, const char *what)
+{
+    GError *err = NULL;
+    reel_fleet_set_error(&err, st, what);
+    int code = reel_element_error(e, REEL_EIO, "%s", err->message);
+    g_error_free(err);
+    return code;
+}
+
+// The stream the subject's messages go to, created when missing: its
+// subjects are the subject with {stream} as a wildcard.
+static int ensure_stream(reel_element *e, natssink_priv *s)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st = js_GetStreamInfo(&si, s->js, s->stream, NULL, &jerr);
+    jsStreamInfo_Destroy(si);
+    if (st == NATS_OK)
+        return 0;
+    if (st == NATS_NO_RESPONDERS)
+        return fail(e, st, "the server has no JetStream (start it with -js)");
+    if (st != NATS_NOT_FOUND)
+        return fail(e, st, "cannot look up the JetStream stream");
+    char *pattern = replace_all(s->subject, "{stream}", "*");
+    const char *subjects[] = { pattern };
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = s->stream;
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    st = js_AddStream(&si, s->js, &cfg, NULL, &jerr);
+    jsStreamInfo_Destroy(si);
+    g_free(pattern);
+    return st == NATS_OK ? 0 : fail(e, st, "cannot create the JetStream stream");
+}
+
+static int start(reel_element *e)
+{
+    natssink_priv *s = reel_element_priv(e);
+    if (!s->subject || !*s->subject)
+        return reel_element_error(e, REEL_EINVAL, "no subject set");
+    GError *err = NULL;
+    s->nc = reel_fleet_connect(s->url, reel_element_name(e), &err);
+    if (!s->nc) {
+        int code = reel_element_error(e, REEL_EIO, "%s", err->message);
+        g_error_free(err);
+        return code;
+    }
+    s->line = g_string_new(NULL);
+    s->subject_now = g_string_new(NULL);
+    if (!s->jetstream)
+        return 0;
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.PublishAsync.MaxPending = MAX_PENDING;
+    jo.PublishAsync.ErrHandler = on_refused;
+    jo.PublishAsync.ErrHandlerClosure = s;
+    natsStatus st = natsConnection_JetStream(&s->js, s->nc, &jo);
+    if (st != NATS_OK)
+        return fail(e, st, "cannot use JetStream");
+    return ensure_stream(e, s);
+}
+
+// A message JetStream refused fails the run: the stream was to hold them all.
+static int check_refused(reel_element *e, natssink_priv *s)
+{
+    g_mutex_lock(&s->lock);
+    int64_t refused = s->refused;
+    char *why = g_strdup(s->refused_text);
+    g_mutex_unlock(&s->lock);
+    int code = 0;
+    if (refused > 0)
+        code = reel_element_error(e, REEL_EIO, "JetStream stream '%s' did not store %" G_GINT64_FORMAT
+                                  " message%s: %s", s->stream, refused, refused == 1 ? "" : "s", why);
+    g_free(why);
+    return code;
+}
+
+static int process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    natssink_priv *s = reel_element_priv(e);
+    g_string_truncate(s->line, 0);
+    reel_meta_json_frame(s->line, buf, reel_buffer_get_meta(buf, &reel_detections_meta),
+                         reel_buffer_get_meta(buf, &reel_classifications_meta));
+    g_string_truncate(s->line, s->line->len - 1); // the newline ends a line in a file, not a message
+    subject_for(s->subject_now, s->subject, buf->stream_id);
+    reel_buffer_unref(&buf);
+    natsStatus st = s->js ? js_PublishAsync(s->js, s->subject_now->str, s->line->str, (int)s->line->len, NULL)
+                          : natsConnection_Publish(s->nc, s->subject_now->str, s->line->str, (int)s->line->len);
+    if (st != NATS_OK) {
+        char *what = g_strdup_printf("cannot publish on '%s'", s->subject_now->str);
+        int code = fail(e, st, what);
+        g_free(what);
+        return code;
+    }
+    return s->js ? check_refused(e, s) : 0;
+}
+
+// At the end: every message reached the server (and, with JetStream, was stored).
+static int flush(reel_element *e)
+{
+    natssink_priv *s = reel_element_priv(e);
+    if (s->js) {
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MaxWait = FINISH_WAIT_MS;
+        natsStatus st = js_PublishAsyncComplete(s->js, &po);
+        if (st != NATS_OK)
+            return fail(e, st, "messages not acknowledged by JetStream at the end of the stream");
+        return check_refused(e, s);
+    }
+    natsStatus st = natsConnection_FlushTimeout(s->nc, FINISH_WAIT_MS);
+    return st == NATS_OK ? 0 : fail(e, st, "messages not delivered to the server at the end of the stream");
+}
+
+static void stop(reel_element *e)
+{
+    natssink_priv *s = reel_element_priv(e);
+    jsCtx_Destroy(s->js);
+    s->js = NULL;
+    natsConnection_Destroy(s->nc);
+    s->nc = NULL;
+    if (s->line)
+        g_string_free(s->line, TRUE);
+    if (s->subject_now)
+        g_string_free(s->subject_now, TRUE);
+    s->line = s->subject_now = NULL;
+}
+
+static void uninit(reel_element *e)
+{
+    natssink_priv *s = reel_element_priv(e);
+    stop(e);
+    g_clear_pointer(&s->refused_text, g_free);
+    g_mutex_clear(&s->lock);
+}
+
+const reel_element_class reel_natssink_class = {
+    .name = "natssink",
+    .description = "Publishes each frame's detections and classifications to NATS (or JetStream) as JSON",
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // reads metadata only, never the pixels
+    .priv_size = sizeof(natssink_priv),
+    .props = props,
+    .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 0, .max_outputs = 0,
+    .input_caps = "video/raw|tensor",
+    .init = init,
+    .start = start,
+    .process = process,
+    .flush = flush,
+    .stop = stop,
+    .uninit = uninit,
+};
