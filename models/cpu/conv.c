@@ -145,13 +145,20 @@ static bool conv_depthwise(const conv_geom *c)
     return c->Cg == 1 && c->G > 1 && c->w.in[0] == 1 && c->w.k[0] == 1 && c->w.pb[0] == 0 && c->w.pe[0] == 0;
 }
 
+// A stem (models/cpu/depthwise.h) with an activation its stores apply.
+static bool conv_stem(const reel_ir_node *n, const conv_geom *c)
+{
+    bool act = !n->fused || strcmp(n->fused, "Relu") == 0 || strcmp(n->fused, "Clip") == 0;
+    return c->G == 1 && act && nn_stem_ok(&c->w, c->C);
+}
+
 static size_t conv_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
 {
     (void)out;
     conv_geom c;
     if (conv_geom_init(n, in[0]->rank, in[0]->shape, in[1]->shape, &c, NULL))
         return 0;
-    if (conv_pointwise(&c) || conv_depthwise(&c))
+    if (conv_pointwise(&c) || conv_depthwise(&c) || conv_stem(n, &c))
         return 0;
     nn_wino_plan wp;
     if (c.G == 1 && nn_wino_plan_init(c.C, c.M, &c.w, &wp)) // with room for weights that are not constants
@@ -231,6 +238,7 @@ typedef struct conv_epi {
     const reel_ir_node *n;
     int act;
     float lo, hi; // Clip
+    bool stream;  // GEMM outputs by non-temporal stores (conv_stream)
 } conv_epi;
 
 static void epi_init(const reel_ir_node *n, conv_epi *e)
@@ -291,7 +299,7 @@ __attribute__((target_clones("avx512f", "avx2,fma", "default"))) static void epi
 static void gemm_block(const conv_epi *e, const float *w, int64_t K, const float *B, int64_t ldb,
                        const float *bias, const float *res, float *y, int64_t rows, int64_t len, int64_t ld)
 {
-    nn_epilogue ep = { bias, res, ld, NN_ACT_NONE, e->lo, e->hi };
+    nn_epilogue ep = { bias, res, ld, NN_ACT_NONE, e->lo, e->hi, e->stream && e->act != ACT_OTHER };
     ep.act = e->act == ACT_RELU ? NN_ACT_RELU : e->act == ACT_CLIP ? NN_ACT_CLIP : NN_ACT_NONE;
     nn_gemm_epi((int)rows, (int)len, (int)K, w, (int)K, B, (int)ldb, y, (int)ld, &ep);
     if (e->act == ACT_OTHER)
@@ -398,7 +406,7 @@ static void depthwise(const float *x, const float *wt, float *y, const nn_window
 // rows) stay in L2 (~256 KiB of floats).
 #define TILE_FLOATS (64 * 1024)
 
-enum { CONV_PW, CONV_DW, CONV_COL, CONV_COL_M };
+enum { CONV_PW, CONV_DW, CONV_COL, CONV_COL_M, CONV_STEM };
 
 typedef struct conv_job {
     const conv_geom *c;
@@ -409,7 +417,7 @@ typedef struct conv_job {
     nn_dw_plan dw;      // DW: the fast path's plan, when dw_fast
     bool dw_fast;
     int64_t tiles;      // tasks per (image, group)
-    int64_t per_tile;   // PW, COL: columns; COL_M: output channels; DW: groups per task
+    int64_t per_tile;   // PW, COL: columns; COL_M: output channels; DW: groups per task; STEM: output rows
 } conv_job;
 
 static void conv_task(void *arg, int task, int worker)
@@ -444,6 +452,16 @@ static void conv_task(void *arg, int task, int worker)
             }
         }
         g_free(buf);
+        return;
+    }
+    if (j->kind == CONV_STEM) {
+        // Tasks over (image, run of output rows).
+        int64_t b = task / j->tiles, oh0 = task % j->tiles * j->per_tile;
+        int64_t oh1 = MIN(c->w.out[1], oh0 + j->per_tile), o = b * c->M * c->P;
+        nn_dw_act a = { j->e.act == ACT_RELU ? NN_ACT_RELU : j->e.act == ACT_CLIP ? NN_ACT_CLIP : NN_ACT_NONE,
+                        j->e.lo, j->e.hi };
+        nn_stem_run(&c->w, c->C, c->M, j->X + b * c->C * c->Pin, j->Wt, j->bias, j->R ? j->R + o : NULL, &a,
+                    j->Y + o, oh0, oh1);
         return;
     }
     int64_t bg = task / j->tiles, t = task % j->tiles, b = bg / c->G, g = bg % c->G;
@@ -503,6 +521,14 @@ static int64_t tile_cols(int64_t P, int64_t want, int threads)
 // How a Conv splits: kind and tiles for these shapes and `threads`.
 static void conv_plan(const conv_geom *c, int threads, conv_job *j)
 {
+    if (conv_stem(j->e.n, c)) {
+        j->kind = CONV_STEM;
+        // About 4 tasks per thread, so a slow thread does not hold the rest.
+        int64_t OH = c->w.out[1];
+        j->per_tile = threads > 1 ? MAX(1, OH / (4 * threads)) : OH;
+        j->tiles = (OH + j->per_tile - 1) / j->per_tile;
+        return;
+    }
     if (conv_depthwise(c)) {
         j->kind = CONV_DW;
         j->dw_fast = nn_dw_plan_init(&c->w, &j->dw);
@@ -569,6 +595,32 @@ static int conv_winograd(const conv_geom *c, const nn_wino_plan *wp, const reel_
     return 0;
 }
 
+// GEMM outputs go out by non-temporal stores when the conv's input and
+// output together are at least this big (about L2 of one core): the lines
+// written are then mostly gone from the caches, and a plain store would
+// first read each one back from memory. Smaller outputs stay in cache for
+// the next node. REEL_CONV_STREAM=0 turns streaming off; another number
+// sets the size in KiB.
+#define STREAM_MIN_KIB 1024
+
+static int64_t stream_min_bytes(void)
+{
+    static gsize min_plus_one; // 0 until read from the environment
+    if (g_once_init_enter(&min_plus_one)) {
+        const char *v = getenv("REEL_CONV_STREAM");
+        int64_t kib = v ? g_ascii_strtoll(v, NULL, 10) : STREAM_MIN_KIB;
+        int64_t min = kib > 0 && kib < (INT64_C(1) << 40) ? kib << 10 : INT64_MAX;
+        g_once_init_leave(&min_plus_one, (gsize)min + 1);
+    }
+    return (int64_t)(min_plus_one - 1);
+}
+
+static bool conv_stream(const conv_geom *c)
+{
+    int64_t floats = c->N * (c->C * c->Pin + c->M * c->P);
+    return floats * (int64_t)sizeof(float) >= stream_min_bytes();
+}
+
 static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     conv_geom c;
@@ -578,7 +630,7 @@ static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
     if (c.G == 1 && nn_wino_plan_init(c.C, c.M, &c.w, &wp))
         return conv_winograd(&c, &wp, n, in, out, ctx);
     bool pw = conv_pointwise(&c), dw = conv_depthwise(&c);
-    if (!pw && !dw && ctx->scratch_size < (size_t)(c.K * c.P) * sizeof(float))
+    if (!pw && !dw && !conv_stem(n, &c) && ctx->scratch_size < (size_t)(c.K * c.P) * sizeof(float))
         return REEL_EINTERNAL;
     conv_job j = {
         .c = &c, .X = in[0]->data, .Wt = in[1]->data, .Y = out[0]->data, .scratch = ctx->scratch,
@@ -586,6 +638,7 @@ static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
         .R = n->n_inputs > 3 && in[3] ? in[3]->data : NULL,
     };
     epi_init(n, &j.e);
+    j.e.stream = conv_stream(&c);
     int threads = ctx->workers ? ctx->threads : 1;
     conv_plan(&c, threads, &j);
     reel_exec_ctx serial = *ctx;
@@ -603,7 +656,9 @@ static int conv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
     // (plus room for the widest window's overhang).
     float *zero = dw ? g_new0(float, c.w.in[2] + 8) : NULL;
     j.zero = zero;
-    if (j.kind == CONV_DW) {
+    if (j.kind == CONV_STEM) {
+        nn_parallel(&serial, (int)(c.N * j.tiles), conv_task, &j);
+    } else if (j.kind == CONV_DW) {
         nn_parallel(&serial, (int)(c.N * ((c.G + j.per_tile - 1) / j.per_tile)), conv_task, &j);
     } else if (j.kind == CONV_COL_M) {
         nn_parallel(&serial, (int)c.Cg, im2col_task, &j);

@@ -1,6 +1,7 @@
 // Depthwise convolution of one 2-D channel, the fast paths for the common
 // windows (3x3 and 5x5, dilation 1): stride 1 with the output as large as
-// the input ("same" pads), and stride 2 with any pads. Only conv.c uses it.
+// the input ("same" pads), and stride 2 with any pads; and a full conv of
+// few channels by the same rows (nn_stem_*). Only conv.c uses it.
 #ifndef REEL_MODELS_CPU_DEPTHWISE_H
 #define REEL_MODELS_CPU_DEPTHWISE_H
 
@@ -36,5 +37,16 @@ void nn_dw_prepare(const nn_dw_plan *p, float *scratch);
 // y[OH * OW] = act(bias + the window wt[k * k] over x[H * W]) (pads read as 0).
 void nn_dw_run(const nn_dw_plan *p, const float *x, const float *wt, float bias, const nn_dw_act *a, float *y,
                float *scratch);
+
+// A full conv (one group) of few input channels with a 3x3 window, stride
+// 2, one column of padding on the left (a network's stem; AVX-512 only).
+// REEL_CONV_STEM=0 turns it off.
+enum { NN_STEM_C_MAX = 4 };
+bool nn_stem_ok(const nn_window *w, int64_t C);
+
+// Output rows [oh0, oh1) of one image: y[M][OH][OW] = act(bias + conv(x[C][H][W], wt[M][C][3][3]) + res),
+// bias and res (y's layout) may be NULL.
+void nn_stem_run(const nn_window *w, int64_t C, int64_t M, const float *x, const float *wt, const float *bias,
+                 const float *res, const nn_dw_act *a, float *y, int64_t oh0, int64_t oh1);
 
 #endif

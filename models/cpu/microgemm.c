@@ -251,10 +251,31 @@ void nn_gemm_epi(int M, int N, int K, const float *A, int lda, const float *B, i
     const isa *s = get_isa();
     _Alignas(64) float buf[BUF_FLOATS];
     int nfull = N / s->vl * s->vl;
-    if (nfull > 0)
-        gemm_tiles(s, M, nfull, K, A, lda, B, ldb, C, ldc, e, buf);
-    if (nfull < N)
-        gemm_dots(s, M, N - nfull, K, A, lda, K ? B + nfull : B, ldb, C + nfull, ldc, e, nfull, buf);
+    // With both tiles and dots, MC rows at a time: the dots then read that
+    // block of A from L2 right after the tiles did, not all of A once more.
+    int step = nfull > 0 && nfull < N ? MC : M;
+    for (int m0 = 0; m0 < M; m0 += step) {
+        int rows = M - m0 < step ? M - m0 : step;
+        nn_epilogue sub;
+        const nn_epilogue *es = e;
+        if (e && m0) {
+            sub = *e;
+            sub.bias = e->bias ? e->bias + m0 : NULL;
+            sub.res = e->res ? e->res + (ptrdiff_t)m0 * e->ldr : NULL;
+            es = &sub;
+        }
+        const float *a = K ? A + (ptrdiff_t)m0 * lda : A;
+        float *c = C + (ptrdiff_t)m0 * ldc;
+        if (nfull > 0)
+            gemm_tiles(s, rows, nfull, K, a, lda, B, ldb, c, ldc, es, buf);
+        if (nfull < N)
+            gemm_dots(s, rows, N - nfull, K, a, lda, K ? B + nfull : B, ldb, c + nfull, ldc, es, nfull, buf);
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    // Streaming stores are weakly ordered: done before C is handed on.
+    if (e && e->stream)
+        _mm_sfence();
+#endif
 }
 
 #else // VL: the kernels for one vector width (VL floats, MR × NV tiles, DR × DC dot tiles)
@@ -293,16 +314,22 @@ typedef float ID(vfu) __attribute__((vector_size(VL * 4), aligned(4), may_alias)
 #define VMIN(a, b) ((vf)_mm512_min_ps((__m512)(a), (__m512)(b)))
 #define FMA(a, b, c) ((vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define LOAD_PART(x, p, n) (*(x) = (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p))
+#define STREAMS 1
+#define STREAM(p, x) _mm512_stream_ps(p, (__m512)(x))
 #elif VL == 8
 #define VMAX(a, b) ((vf)_mm256_max_ps((__m256)(a), (__m256)(b)))
 #define VMIN(a, b) ((vf)_mm256_min_ps((__m256)(a), (__m256)(b)))
 #define FMA(a, b, c) ((vf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define LOAD_PART(x, p, n) (*(x) = (vf)_mm256_maskload_ps(p, (__m256i)((vi){ 0, 1, 2, 3, 4, 5, 6, 7 } < (n))))
+#define STREAMS 1
+#define STREAM(p, x) _mm256_stream_ps(p, (__m256)(x))
 #else
 #define SELECT(m, a, b) ((vf)(((vi)(a) & (m)) | ((vi)(b) & ~(m))))
 #define VMAX(a, b) SELECT((a) > (b), a, b)
 #define VMIN(a, b) SELECT((a) < (b), a, b)
 #define FMA(a, b, c) ((a) * (b) + (c))
+#define STREAMS 0 // plain stores: the baseline has no portable streaming store
+#define STREAM(p, x) (*(vfu *)(p) = (x))
 #define LOAD_PART(x, p, n)               \
     do {                                 \
         for (int l_ = 0; l_ < (n); l_++) \
@@ -340,6 +367,10 @@ KERNEL void tile(int mr, int nv, const panel *p, int r)
             else
                 acc[i][v] = bias ? SPLAT(bias[i]) : (vf){ 0 };
     for (int k = 0; k < p->kc; k++, b += ldb) {
+        if ((k & 15) == 0)
+#pragma GCC unroll 8
+            for (int i = 0; i < mr; i++)
+                __builtin_prefetch(a + (i + mr) * lda + k);
         vf bk[NV_MAX];
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
@@ -357,12 +388,14 @@ KERNEL void tile(int mr, int nv, const panel *p, int r)
     ptrdiff_t ldr = 0;
     int act = NN_ACT_NONE;
     float lo = 0, hi = 0;
+    bool nt = false;
     if (p->last && e) {
         res = e->res ? e->res + (p->row0 + r) * e->ldr + p->col0 : NULL;
         ldr = e->ldr;
         act = e->act;
         lo = e->lo;
         hi = e->hi;
+        nt = STREAMS && e->stream && (uintptr_t)c % (VL * 4) == 0 && ldc % VL == 0;
     }
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++) {
@@ -372,7 +405,10 @@ KERNEL void tile(int mr, int nv, const panel *p, int r)
             if (res)
                 x += *(const vfu *)(res + i * ldr + v * VL);
             activate(&x, act, lo, hi);
-            *(vfu *)(c + i * ldc + v * VL) = x;
+            if (nt)
+                STREAM(c + i * ldc + v * VL, x);
+            else
+                *(vfu *)(c + i * ldc + v * VL) = x;
         }
     }
 }
@@ -427,10 +463,10 @@ KERNEL void reduce4(const vf *x0, const vf *x1, const vf *x2, const vf *x3, vf4 
         for (int q = 1; q < VL / 4; q++)
             s[i] += u[i].q[q];
     }
-    vi4 lo = { 0, 4, 1, 5 }, hi = { 2, 6, 3, 7 };
-    vf4 s01 = __builtin_shuffle(s[0], s[1], lo) + __builtin_shuffle(s[0], s[1], hi);
-    vf4 s23 = __builtin_shuffle(s[2], s[3], lo) + __builtin_shuffle(s[2], s[3], hi);
-    *out = __builtin_shuffle(s01, s23, (vi4){ 0, 1, 4, 5 }) + __builtin_shuffle(s01, s23, (vi4){ 2, 3, 6, 7 });
+    // __builtin_shufflevector: gcc 12 and clang both have it.
+    vf4 s01 = __builtin_shufflevector(s[0], s[1], 0, 4, 1, 5) + __builtin_shufflevector(s[0], s[1], 2, 6, 3, 7);
+    vf4 s23 = __builtin_shufflevector(s[2], s[3], 0, 4, 1, 5) + __builtin_shufflevector(s[2], s[3], 2, 6, 3, 7);
+    *out = __builtin_shufflevector(s01, s23, 0, 1, 4, 5) + __builtin_shufflevector(s01, s23, 2, 3, 6, 7);
 }
 
 // Rows [r, r + mr) × columns [j, j + nc) as dot products over the panel's
@@ -526,6 +562,8 @@ static const isa ID(isa) = { VL, MR, NV, ID(run_panel), ID(run_dots), ID(pack_b)
 #undef VMIN
 #undef FMA
 #undef LOAD_PART
+#undef STREAMS
+#undef STREAM
 #undef VL
 #undef MR
 #undef NV

@@ -4,6 +4,7 @@
 #ifndef REEL_MODELS_CPU_MICROGEMM_H
 #define REEL_MODELS_CPU_MICROGEMM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 // Fused epilogue applied to each output element before it is stored:
@@ -15,6 +16,10 @@ typedef struct nn_epilogue {
     int64_t ldr;
     int act;             // NN_ACT_*
     float lo, hi;        // NN_ACT_CLIP bounds
+    // Non-temporal stores for C's vectors (where aligned): for outputs far
+    // bigger than the caches, whose lines would otherwise be read from
+    // memory before they are overwritten.
+    bool stream;
 } nn_epilogue;
 
 // C[M,N] (row stride ldc) = A[M,K] (row-major, stride lda) * B[K,N] (row-major, stride ldb), then the

@@ -250,6 +250,43 @@ static void conv_random(void **state)
     }
 }
 
+// Few input channels, 3x3 stride 2 with a column of padding on the left: the
+// stem kernel's rows (AVX-512; elsewhere im2col, the same answer) against the
+// naive conv, with bias, residual and the activations its stores apply.
+static void conv_stem(void **state)
+{
+    (void)state;
+    // C, M, H, W, pads t l b r, activation (0 none, 1 Relu, 2 Clip), residual
+    static const int64_t cases[][10] = {
+        { 3, 32, 32, 32, 1, 1, 1, 1, 2, 0 },  // MobileNetV2's stem, smaller
+        { 3, 24, 64, 70, 1, 1, 1, 1, 1, 1 },  // several row tasks, residual
+        { 1, 21, 17, 37, 0, 1, 1, 0, 0, 0 },  // odd sizes: 8 + 8 + 5 channels, a partial vector
+        { 4, 9, 9, 5, 2, 1, 0, 1, 2, 1 },     // narrow rows, pads of 2 above
+        { 2, 17, 31, 290, 1, 1, 1, 1, 1, 0 }, // rows longer than the gathered taps
+        { 3, 8, 12, 12, 1, 0, 1, 1, 0, 0 },   // no left pad: im2col
+    };
+    for (size_t t = 0; t < G_N_ELEMENTS(cases); t++) {
+        const int64_t *k = cases[t];
+        int64_t C = k[0], M = k[1], H = k[2], W = k[3], act = k[8];
+        int64_t xsh[4] = { 2, C, H, W }, wsh[4] = { M, C, 3, 3 }, bsh[1] = { M };
+        int64_t s[2] = { 2, 2 }, d[2] = { 1, 1 }, pads[4] = { k[4], k[5], k[6], k[7] };
+        int64_t OH = (H + pads[0] + pads[2] - 3) / 2 + 1, OW = (W + pads[1] + pads[3] - 3) / 2 + 1;
+        int64_t ysh[4] = { 2, M, OH, OW };
+        opcall c = { .op = "Conv", .fused = act == 1 ? "Relu" : act == 2 ? "Clip" : NULL, .fa = -0.3f, .fb = 0.4f };
+        attr_ints(&c, "pads", 4, pads);
+        attr_ints(&c, "strides", 2, s);
+        reel_tensor *in[4] = { random_tensor(4, xsh, 50 + t), random_tensor(4, wsh, 60 + t),
+                               random_tensor(1, bsh, 70 + t), k[9] ? random_tensor(4, ysh, 80 + t) : NULL };
+        float *want = naive_conv(in[0], in[1], in[2]->data, 1, s, d, pads, OH, OW);
+        for (int64_t i = 0; i < 2 * M * OH * OW; i++) {
+            float v = want[i] + (in[3] ? ((const float *)in[3]->data)[i] : 0);
+            want[i] = act == 1 ? (v > 0 ? v : 0) : act == 2 ? (v < -0.3f ? -0.3f : v > 0.4f ? 0.4f : v) : v;
+        }
+        expect(call_ok(&c, k[9] ? 4 : 3, in), 4, ysh, want, 1e-5f);
+        g_free(want);
+    }
+}
+
 static void conv_same_and_fused(void **state)
 {
     (void)state;
@@ -510,6 +547,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv_hand_asymmetric),
         cmocka_unit_test(conv_random),
+        cmocka_unit_test(conv_stem),
         cmocka_unit_test(conv_same_and_fused),
         cmocka_unit_test(conv_bad),
         cmocka_unit_test(convtranspose_hand),
