@@ -338,6 +338,12 @@ static int configure(reel_element *e, int pad, reel_caps *out)
         return rc;
     const AVStream *st = s->fmt->streams[s->index];
     const AVCodecParameters *par = st->codecpar;
+    // Raw video has its size from the container alone: none (FFmpeg
+    // refused what the header claims) means a damaged header, not a size
+    // the decoder will find.
+    if (par->codec_id == AV_CODEC_ID_RAWVIDEO && (par->width <= 0 || par->height <= 0))
+        return reel_element_error(e, REEL_EUNSUPPORTED, "'%s': stream %d is raw video without a valid frame size "
+                                  "(a damaged header?)", s->location, s->index);
     out->media = REEL_MEDIA_VIDEO_ENCODED;
     out->memory = REEL_MEMORY_HOST;
     g_strlcpy(out->codec, avcodec_get_name(par->codec_id), sizeof out->codec);

@@ -79,6 +79,10 @@ for eid, size in ((b"\xb0", b"\x9c\x40"), (b"\xba", b"\x00\x64")):  # PixelWidth
     assert data.count(eid + b"\x82\x01\x00") == 1
     data = data.replace(eid + b"\x82\x01\x00", eid + b"\x82" + size)
 write(raw, data)
+# The same claiming 65535x65535, which FFmpeg itself refuses: no size at all.
+for eid in (b"\xb0", b"\xba"):
+    data = data.replace(eid + b"\x82" + (b"\x9c\x40" if eid == b"\xb0" else b"\x00\x64"), eid + b"\x82\xff\xff")
+write(path("video", "no-frame-size.mkv"), data)
 
 # ------------------------------------------------------------------ models
 

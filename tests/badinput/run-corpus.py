@@ -47,6 +47,8 @@ case("video/dir.mp4", decode_pipeline("dir.mp4"), "fail1", "Is a directory")
 case("video/missing.mp4", decode_pipeline("missing.mp4"), "fail1", "No such file or directory")
 case("video/huge-frame.mkv", decode_pipeline("huge-frame.mkv"), "fail1",
      "'source0': frame size 40000x100 exceeds the limit of 32768 pixels per side")
+case("video/no-frame-size.mkv", decode_pipeline("no-frame-size.mkv"), "fail1",
+     "stream 0 is raw video without a valid frame size")
 case("video/frame-side-env", decode_pipeline("clip-mkv.mkv"), "fail1",
      "frame size 96x64 exceeds the limit of 64 pixels per side (REEL_MAX_FRAME_SIDE)",
      {"REEL_MAX_FRAME_SIDE": "64"})
