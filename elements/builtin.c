@@ -20,6 +20,7 @@ extern const reel_element_class reel_funnel_class;
 extern const reel_element_class reel_identity_class;
 extern const reel_element_class reel_infer_class;
 extern const reel_element_class reel_metasink_class;
+extern const reel_element_class reel_mqttsink_class;
 extern const reel_element_class reel_natssink_class;
 extern const reel_element_class reel_overlay_class;
 extern const reel_element_class reel_preprocess_class;
@@ -41,7 +42,7 @@ static const reel_element_class *const builtin[] = {
     &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class, &reel_track_class,
     &reel_upload_class,     &reel_classify_class, &reel_detect_class,
     &reel_batch_class,      &reel_unbatch_class,  &reel_rate_class,
-    &reel_natssink_class,
+    &reel_natssink_class,   &reel_mqttsink_class,
 };
 
 // FFmpeg logs to stderr on its own; reel reports failures through its
