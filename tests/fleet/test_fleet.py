@@ -22,50 +22,19 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import fail, skip, free_port, wait_for, read  # noqa: E402
+
 REEL, TAIL = sys.argv[1], sys.argv[2]
 CLIP = "testsrc num-buffers={n} {live} ! video/raw,format=yuv420p,width=64,height=48 ! encode codec=h264 gop=10"
 ACK_WAIT = "3s"
 procs = []
 
 
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
-
-
-def skip(msg):
-    print(f"SKIP: {msg}")
-    sys.exit(77)
-
-
-def free_port(kind=socket.SOCK_STREAM):
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, cond, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    fail(f"timed out waiting for {what}")
-
-
 def spawn(args, log):
     p = subprocess.Popen(args, stdout=open(log + ".out", "w"), stderr=open(log, "w"))
     procs.append(p)
     return p
-
-
-def read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
 
 
 class Server:

@@ -21,24 +21,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import fail, skip, free_port, wait_for  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FPS = 25
-
-
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(77)
-
-
-def fail(why):
-    print(f"FAIL: {why}")
-    sys.exit(1)
-
-
-def free_port(kind):
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def gi_python():
@@ -51,15 +38,6 @@ def gi_python():
         if os.path.exists(exe) and subprocess.run([exe, "-c", probe], capture_output=True).returncode == 0:
             return exe
     skip("no python3-gi with gir1.2-gst-rtsp-server-1.0, x264enc (gstreamer1.0-plugins-ugly) and rtph264pay")
-
-
-def wait_for(what, cond, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.05)
-    fail(f"timed out waiting for {what}")
 
 
 class Server:
