@@ -101,3 +101,22 @@ void reel_meta_json_frame(GString *out, const reel_buffer *b, const reel_detecti
     }
     g_string_append(out, "]}\n");
 }
+
+void reel_meta_message(GString *out, const reel_buffer *b)
+{
+    g_string_truncate(out, 0);
+    reel_meta_json_frame(out, b, reel_buffer_get_meta(b, &reel_detections_meta),
+                         reel_buffer_get_meta(b, &reel_classifications_meta));
+    g_string_truncate(out, out->len - 1);
+}
+
+void reel_meta_destination(GString *out, const char *pattern, int stream_id)
+{
+    char id[16];
+    g_snprintf(id, sizeof id, "%d", stream_id);
+    char **parts = g_strsplit(pattern, "{stream}", -1);
+    char *text = g_strjoinv(id, parts);
+    g_strfreev(parts);
+    g_string_assign(out, text);
+    g_free(text);
+}

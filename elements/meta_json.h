@@ -23,4 +23,12 @@ double reel_meta_pts_seconds(const reel_buffer *b);
 void reel_meta_json_frame(GString *out, const reel_buffer *b, const reel_detections *dets,
                           const reel_classifications *cls);
 
+// The message sinks' (natssink, mqttsink) view: the buffer's frame object
+// without the newline, which ends a line in a file, not a message; `out`
+// is overwritten.
+void reel_meta_message(GString *out, const reel_buffer *b);
+// A message's subject or topic: `pattern` with every {stream} replaced by
+// the stream id; `out` is overwritten.
+void reel_meta_destination(GString *out, const char *pattern, int stream_id);
+
 #endif

@@ -48,6 +48,7 @@ typedef struct metasink_priv {
     int format;
 
     int fd;          // -1 when closed
+    off_t end;       // where the last whole line ends; -1 for standard output or a pipe
     GString *line;   // this frame's text, reused
 } metasink_priv;
 
@@ -106,6 +107,8 @@ static int start(reel_element *e)
     int err = s->format == FORMAT_CSV ? write_all(s->fd, csv_header, strlen(csv_header)) : 0;
     if (err < 0)
         return reel_element_error(e, REEL_EIO, "cannot write to '%s': %s", s->location, g_strerror(-err));
+    // Only a file of our own is cut back: standard output may be shared.
+    s->end = to_stdout(s) ? -1 : lseek(s->fd, 0, SEEK_CUR);
     return 0;
 }
 
@@ -164,13 +167,13 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
     else
         reel_meta_json_frame(s->line, buf, dets, reel_buffer_get_meta(buf, &reel_classifications_meta));
     reel_buffer_unref(&buf);
-    // Where this frame's text starts (-1 on a pipe): a write that fails
-    // midway (a full disk) is cut back to there, so the file ends on a
+    // A write that fails midway (a full disk) is cut back to the last
     // whole line.
-    off_t start = lseek(s->fd, 0, SEEK_CUR);
     int err = write_all(s->fd, s->line->str, s->line->len);
+    if (err >= 0 && s->end >= 0)
+        s->end += (off_t)s->line->len;
     if (err < 0) {
-        if (start >= 0 && ftruncate(s->fd, start) != 0)
+        if (s->end >= 0 && ftruncate(s->fd, s->end) != 0)
             reel_element_warning(e, "'%s' may end in part of a line: %s", s->location, g_strerror(errno));
         return reel_element_error(e, REEL_EIO, "cannot write to '%s': %s", s->location, g_strerror(-err));
     }

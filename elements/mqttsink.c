@@ -107,17 +107,6 @@ static char *default_client_id(void)
     return g_strdup_printf("reel-%s-%d-%d", g_get_host_name(), (int)getpid(), n + 1);
 }
 
-static void topic_for(GString *out, const char *topic, int stream_id)
-{
-    char id[16];
-    g_snprintf(id, sizeof id, "%d", stream_id);
-    char **parts = g_strsplit(topic, "{stream}", -1);
-    char *text = g_strjoinv(id, parts);
-    g_strfreev(parts);
-    g_string_assign(out, text);
-    g_free(text);
-}
-
 // rc's text; `saved_errno` is errno as the failing call left it.
 static const char *mosq_reason(int rc, int saved_errno)
 {
@@ -240,7 +229,7 @@ static int open_broker(reel_element *e)
     if (!s->topic || !*s->topic)
         return reel_element_error(e, REEL_EINVAL, "no topic set");
     GString *probe = g_string_new(NULL);
-    topic_for(probe, s->topic, 0);
+    reel_meta_destination(probe, s->topic, 0);
     bool topic_ok = mosquitto_pub_topic_check(probe->str) == MOSQ_ERR_SUCCESS;
     g_string_free(probe, TRUE);
     if (!topic_ok)
@@ -334,11 +323,8 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
 {
     (void)pad;
     mqttsink_priv *s = reel_element_priv(e);
-    g_string_truncate(s->line, 0);
-    reel_meta_json_frame(s->line, buf, reel_buffer_get_meta(buf, &reel_detections_meta),
-                         reel_buffer_get_meta(buf, &reel_classifications_meta));
-    g_string_truncate(s->line, s->line->len - 1); // the newline ends a line in a file, not a message
-    topic_for(s->topic_now, s->topic, buf->stream_id);
+    reel_meta_message(s->line, buf);
+    reel_meta_destination(s->topic_now, s->topic, buf->stream_id);
     reel_buffer_unref(&buf);
     report_losses(e, s);
     if (s->qos > 0) {

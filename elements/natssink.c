@@ -47,23 +47,6 @@ static const reel_prop props[] = {
     { NULL },
 };
 
-static char *replace_all(const char *text, const char *what, const char *with)
-{
-    char **parts = g_strsplit(text, what, -1);
-    char *out = g_strjoinv(with, parts);
-    g_strfreev(parts);
-    return out;
-}
-
-static void subject_for(GString *out, const char *subject, int stream_id)
-{
-    char id[16];
-    g_snprintf(id, sizeof id, "%d", stream_id);
-    char *text = replace_all(subject, "{stream}", id);
-    g_string_assign(out, text);
-    g_free(text);
-}
-
 static void on_refused(jsCtx *js, jsPubAckErr *pae, void *closure)
 {
     (void)js;
@@ -104,7 +87,9 @@ static int ensure_stream(reel_element *e, natssink_priv *s)
         return fail(e, st, "the server has no JetStream (start it with -js)");
     if (st != NATS_NOT_FOUND)
         return fail(e, st, "cannot look up the JetStream stream");
-    char *pattern = replace_all(s->subject, "{stream}", "*");
+    char **parts = g_strsplit(s->subject, "{stream}", -1);
+    char *pattern = g_strjoinv("*", parts);
+    g_strfreev(parts);
     const char *subjects[] = { pattern };
     jsStreamConfig cfg;
     jsStreamConfig_Init(&cfg);
@@ -164,11 +149,8 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
 {
     (void)pad;
     natssink_priv *s = reel_element_priv(e);
-    g_string_truncate(s->line, 0);
-    reel_meta_json_frame(s->line, buf, reel_buffer_get_meta(buf, &reel_detections_meta),
-                         reel_buffer_get_meta(buf, &reel_classifications_meta));
-    g_string_truncate(s->line, s->line->len - 1); // the newline ends a line in a file, not a message
-    subject_for(s->subject_now, s->subject, buf->stream_id);
+    reel_meta_message(s->line, buf);
+    reel_meta_destination(s->subject_now, s->subject, buf->stream_id);
     reel_buffer_unref(&buf);
     natsStatus st = s->js ? js_PublishAsync(s->js, s->subject_now->str, s->line->str, (int)s->line->len, NULL)
                           : natsConnection_Publish(s->nc, s->subject_now->str, s->line->str, (int)s->line->len);

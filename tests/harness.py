@@ -1,6 +1,7 @@
 """What the Python tests share: verdicts (exit 1 fails, 77 skips, as ctest
 reads them), free local ports, waiting on a condition with a deadline, and
-reading a log that may not exist yet."""
+reading a log that may not exist yet, and the two-stream source the
+message sinks' tests share."""
 import socket
 import sys
 import time
@@ -39,3 +40,11 @@ def read(path):
             return f.read()
     except FileNotFoundError:
         return ""
+
+
+def two_streams(sink):
+    """A description: two testsrc streams (ids 0 and 1, 40 and 25 frames)
+    through a funnel into `sink`."""
+    return (f"funnel name=m ! {sink} "
+            "testsrc num-buffers=40 ! video/raw,width=64,height=48 ! m. "
+            "testsrc num-buffers=25 ! video/raw,width=64,height=48 ! m.")

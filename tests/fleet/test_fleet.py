@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import fail, skip, free_port, wait_for, read  # noqa: E402
+from harness import fail, skip, free_port, wait_for, read, two_streams  # noqa: E402
 
 REEL, TAIL = sys.argv[1], sys.argv[2]
 CLIP = "testsrc num-buffers={n} {live} ! video/raw,format=yuv420p,width=64,height=48 ! encode codec=h264 gop=10"
@@ -140,12 +140,6 @@ def check_frames(msgs, want):
     for s, f in per.items():
         if f != list(range(len(f))):
             fail(f"stream {s}: frames out of order or repeated: {f[:20]}...")
-
-
-def two_streams(sink):
-    return (f"funnel name=m ! {sink} "
-            "testsrc num-buffers=40 ! video/raw,width=64,height=48 ! m. "
-            "testsrc num-buffers=25 ! video/raw,width=64,height=48 ! m.")
 
 
 def case_natssink(tmp):

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import fail, skip, free_port, wait_for, read  # noqa: E402
+from harness import fail, skip, free_port, wait_for, read, two_streams  # noqa: E402
 
 REEL = sys.argv[1]
 KEYS = ["stream", "frame", "pts", "width", "height", "detections", "classifications"]
@@ -79,12 +79,6 @@ class Subscriber:
 
 def reel(*args, timeout=60):
     return subprocess.run([REEL, *args], capture_output=True, text=True, timeout=timeout)
-
-
-def two_streams(sink):
-    return (f"funnel name=m ! {sink} "
-            "testsrc num-buffers=40 ! video/raw,width=64,height=48 ! m. "
-            "testsrc num-buffers=25 ! video/raw,width=64,height=48 ! m.")
 
 
 def metasink_lines(tmp):
