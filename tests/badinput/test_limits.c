@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static void expect_frame(int w, int h, int code, const char *text)
 {
@@ -162,5 +163,5 @@ int main(void)
         cmocka_unit_test(test_queue_max_bytes_leaky),
         cmocka_unit_test(test_pipeline_queue_max_bytes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -3,12 +3,9 @@
 # and Ctrl-C. Usage: test_cli.sh PATH_TO_REEL
 set -u
 reel=$1
+. "$(dirname "$0")/../support/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # expect CODE PATTERN -- ARGS...: runs reel, checks exit code and that the
 # combined output matches the (grep -E) pattern.
@@ -78,7 +75,7 @@ if "$reel" devices | grep -q '^vulkan:0 '; then
     "testsrc num-buffers=3 ! identity device=vulkan:0 ! fakesink"
   expect 1 "placement=strict: 'testsrc0' cannot run on vulkan:0" -- run --placement strict "device=vulkan:0 testsrc ! fakesink"
 else
-  echo "SKIP: placement on vulkan:0 (no Vulkan device)"
+  skip_check "placement on vulkan:0 (no Vulkan device)"
 fi
 expect 2 "no device matches 'no-such-gpu'|no-such-gpu" -- run --device no-such-gpu "testsrc num-buffers=1 ! fakesink"
 expect 2 "invalid placement 'sometimes'" -- run --placement sometimes "testsrc ! fakesink"
@@ -97,10 +94,12 @@ else
 fi
 expect 1 "cannot write '/nonexistent/r.json'" -- run --report-json /nonexistent/r.json "testsrc num-buffers=1 ! fakesink"
 
-# Ctrl-C ends a run cleanly: exit 0, sinks finalized, whole lines.
+# Ctrl-C ends a run cleanly: exit 0, sinks finalized, whole lines. (Frames
+# arriving also say reel's signal handlers are in place: a background job
+# starts with SIGINT ignored.)
 "$reel" run "testsrc is-live=true framerate=200 ! queue ! fakesink location=$tmp/frames.txt" >"$tmp/int.log" 2>&1 &
 pid=$!
-sleep 0.5
+wait_until 30 lines_at_least "$tmp/frames.txt" 20 || bad "SIGINT: no frames after 30 s"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
@@ -113,5 +112,4 @@ else
   bad "SIGINT: exit $rc, $lines lines, reported '$reported'"; cat "$tmp/int.log"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -5,10 +5,7 @@
 set -u
 reel=$1
 clips=$2
-pass=0 fail=0 skipped=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/../support/lib.sh"
 
 # expect_error PATTERN PIPELINE [CODE]: exit CODE (default 1), one
 # "reel: error:" line, matching PATTERN (grep -E).
@@ -29,8 +26,7 @@ expect_error() {
 # needs CLIP: false (and counted as skipped) when make-clips.sh could not make it.
 needs() {
   [ -e "$clips/$1" ] && return 0
-  echo "SKIP: $1 missing (this FFmpeg lacks its encoder)"
-  skipped=$((skipped + 1))
+  skip_check "$1 missing (this FFmpeg lacks its encoder)"
   return 1
 }
 
@@ -70,6 +66,4 @@ if needs truncated-faststart.mp4; then
   fi
 fi
 
-[ "$skipped" -gt 0 ] && echo "($skipped checks skipped)"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -6,11 +6,9 @@
 set -u
 reel=$1
 command -v python3 >/dev/null || { echo "SKIP: no python3 to parse JSON"; exit 77; }
+. "$(dirname "$0")/../support/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # check_jsonl FILE FRAMES: FILE ends in a newline and each of its lines is a
 # frame's object; FRAMES lines exactly, or at least one when FRAMES is "any".
@@ -47,14 +45,16 @@ out=$("$reel" run "testsrc num-buffers=1 ! metasink location=/nonexistent/dir/m.
 rc=$?
 [ $rc -eq 1 ] && grep -q "metasink0: cannot write '/nonexistent/dir/m.jsonl'" <<<"$out" && ok || bad "exit $rc: $out"
 
-# Killed at an arbitrary moment, a live run leaves whole lines only.
-for delay in 0.5 0.7; do
+# Killed at an arbitrary moment, a live run leaves whole lines only: once
+# after 100 lines, once after 1000, each while lines keep being written.
+for at in 100 1000; do
+  rm -f "$tmp/k.jsonl"
   "$reel" run "testsrc is-live=true framerate=2000 width=64 height=48 ! metasink location=$tmp/k.jsonl" 2>/dev/null &
   pid=$!
-  sleep "$delay"
+  wait_until 60 lines_at_least "$tmp/k.jsonl" "$at" || bad "fewer than $at lines after 60 s"
   kill -KILL "$pid"
   wait "$pid" 2>/dev/null
-  python3 - "$tmp/k.jsonl" <<'PY' && ok || bad "killed after $delay s"
+  python3 - "$tmp/k.jsonl" "$at" <<'PY' && ok || bad "killed after $at lines"
 import json, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 if not text.endswith("\n"):
@@ -63,10 +63,9 @@ lines = text[:-1].split("\n")
 for i, line in enumerate(lines):
     d = json.loads(line)
     assert d["frame"] == i and abs(d["pts"] - i / 2000) < 1e-6, d
-assert len(lines) > 10, f"only {len(lines)} lines"
+assert len(lines) >= int(sys.argv[2]), f"only {len(lines)} lines"
 print(f"killed after {len(lines)} lines, all whole")
 PY
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -14,11 +14,9 @@ py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 command -v ffprobe >/dev/null || { echo "SKIP: no ffprobe"; exit 77; }
 "$reel" inspect encode | grep -q 'h264' || { echo "SKIP: no h264 encoder"; exit 77; }
+. "$(dirname "$0")/../support/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # pipeline DIR [EXTRA]: the description, writing into DIR; EXTRA is one more
 # branch off the tee.
@@ -40,12 +38,11 @@ start() {
   pipeline "$@" >"$1/p.reel"
   "$reel" run -f "$1/p.reel" >"$1/log" 2>&1 &
   pid=$!
-  for _ in $(seq 400); do
-    [ -e "$1/out.jsonl" ] && [ "$(wc -l <"$1/out.jsonl")" -ge 30 ] && return 0
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.05
-  done
+  wait_until 60 started "$1/out.jsonl" || bad "$1: not 30 frames after 60 s"
 }
+
+# started JSONL: 30 frames written, or the run is over.
+started() { lines_at_least "$1" 30 || ! kill -0 "$pid" 2>/dev/null; }
 
 # frames FILE: frames ffprobe decodes from FILE; empty when it cannot.
 frames() {
@@ -110,7 +107,7 @@ done
 d=$tmp/INT2 && mkdir "$d"
 start "$d" "t. ! queue max-size=64 ! identity sleep-us=20000 ! fakesink"
 kill -INT "$pid"
-sleep 0.2
+wait_until 60 grep -q "interrupt again to abort" "$d/log" || bad "INT twice: the first was not acknowledged"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
@@ -193,5 +190,4 @@ cat "$d/fifo" >"$d/from-fifo.mkv" &
 wait
 [ "$(frames "$d/from-fifo.mkv")" = 20 ] && [ -p "$d/fifo" ] && [ ! -e "$d/fifo.part" ] && ok || bad "FIFO: $(ls "$d")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -14,6 +14,7 @@
 
 #include "gpu/overlay.h"
 #include "reel/device.h"
+#include "tests/support/skip.h"
 
 static const char *spec; // the device under test
 
@@ -349,9 +350,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++)
             any |= infos[i].backend == REEL_BACKEND_VULKAN;
         if (!any) {
-            printf("SKIP: no Vulkan device\n");
             g_free(infos);
-            return 77;
+            return reel_skip_exit("no Vulkan device");
         }
         spec = "vulkan:0";
         for (int i = 0; i < n; i++)
@@ -372,5 +372,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "%" G_GINT64_FORMAT " Vulkan validation messages\n", reel_device_validation_messages());
         failed++;
     }
-    return failed ? 1 : 0;
+    return reel_test_verdict(failed);
 }

@@ -17,6 +17,7 @@
 
 #include "gpu/preprocess.h"
 #include "reel/device.h"
+#include "tests/support/skip.h"
 
 static const char *spec; // the device under test
 static bool vulkan;
@@ -540,10 +541,8 @@ int main(int argc, char **argv)
         if (n > 1)
             printf("device under test: %s (%s)\n", infos[1].spec, infos[1].name);
         g_free(infos);
-        if (n < 2) {
-            printf("SKIP: no Vulkan device, so no Vulkan preprocess kernel to test\n");
-            return 77;
-        }
+        if (n < 2)
+            return reel_skip_exit("no Vulkan device, so no Vulkan preprocess kernel to test");
     }
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest cpu_tests[] = {
@@ -563,5 +562,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "%" G_GINT64_FORMAT " Vulkan validation messages\n", reel_device_validation_messages());
         failed++;
     }
-    return failed ? 1 : 0;
+    return reel_test_verdict(failed);
 }

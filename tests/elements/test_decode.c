@@ -12,9 +12,9 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static const char *clips;
-static int skipped;
 
 // ---- helpers ----------------------------------------------------------------
 
@@ -51,25 +51,17 @@ static void seen_clear(seen *s)
     g_mutex_clear(&s->lock);
 }
 
-// The clip's path, or NULL after skipping the test when make-clips.sh could
-// not make it (its encoder is missing from this FFmpeg).
+// The clip's path; the test skips when make-clips.sh could not make it (its
+// encoder is missing from this FFmpeg).
 static char *clip(const char *name)
 {
     char *path = g_build_filename(clips, name, NULL);
     if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-        print_message("SKIP: %s missing: this FFmpeg lacks its encoder\n", path);
         g_free(path);
-        return NULL;
+        reel_skip("%s/%s missing: this FFmpeg lacks its encoder", clips, name);
     }
     return path;
 }
-
-#define SKIP_WITHOUT(var, name)    \
-    char *var = clip(name);        \
-    if (!var) {                    \
-        skipped++;                 \
-        skip();                    \
-    }
 
 static reel_pipeline *build(const char *text, seen *s)
 {
@@ -201,7 +193,7 @@ static frames decode_clip(const char *path, const char *source_opts, const char 
 // in the stream's time base, as are framemd5's with -enc_time_base -1.
 static void check_against_ffmpeg(const char *name, const char *decode_opts)
 {
-    SKIP_WITHOUT(path, name);
+    char *path = clip(name);
     long live0 = reel_buffer_get_stats().live;
     seen s;
     seen_init(&s);
@@ -248,7 +240,7 @@ static void test_vp9_bit_exact(void **state)
 static void test_vfr_timestamps(void **state)
 {
     (void)state;
-    SKIP_WITHOUT(path, "vfr.mkv");
+    char *path = clip("vfr.mkv");
     frames ref = run_framemd5(path);
     // The clip is Matroska (1 ms) and framemd5 kept that time base, so the
     // numbers compare directly.
@@ -272,7 +264,7 @@ static void test_vfr_timestamps(void **state)
 static void test_resolution_change(void **state)
 {
     (void)state;
-    SKIP_WITHOUT(path, "reschange.h264");
+    char *path = clip("reschange.h264");
     seen s;
     seen_init(&s);
     frames ours = decode_clip(path, "", "", &s, NULL);
@@ -292,7 +284,7 @@ static void test_resolution_change(void **state)
 static void test_corrupt_data(void **state)
 {
     (void)state;
-    SKIP_WITHOUT(path, "corrupt.mp4");
+    char *path = clip("corrupt.mp4");
     long live0 = reel_buffer_get_stats().live;
     seen s;
     seen_init(&s);
@@ -312,7 +304,7 @@ static void test_corrupt_data(void **state)
 static void test_truncated_file_ends_early(void **state)
 {
     (void)state;
-    SKIP_WITHOUT(path, "truncated-faststart.mp4");
+    char *path = clip("truncated-faststart.mp4");
     seen s;
     seen_init(&s);
     frames ours = decode_clip(path, "", "", &s, NULL);
@@ -329,7 +321,7 @@ static void test_truncated_file_ends_early(void **state)
 static void test_loop_and_rerun(void **state)
 {
     (void)state;
-    SKIP_WITHOUT(path, "h264.mp4");
+    char *path = clip("h264.mp4");
     seen s;
     seen_init(&s);
     reel_pipeline *p = NULL;
@@ -362,7 +354,7 @@ static void test_loop_and_rerun(void **state)
 static void test_lossless_round_trip(void **state)
 {
     (void)state;
-    SKIP_WITHOUT(path, "h264.mp4");
+    char *path = clip("h264.mp4");
     char *ref = tmp_path("reel-test-roundtrip-ref.txt"), *mkv = tmp_path("reel-test-roundtrip.mkv");
     char *text = g_strdup_printf("source location=%s ! decode ! tee name=t t. ! queue ! fakesink location=%s "
                                  "t. ! queue ! encode codec=ffv1 ! sink location=%s",
@@ -423,7 +415,7 @@ static void test_bad_input(void **state)
 
     static const char *const unreadable[] = { "empty.mp4", "random.mp4", "truncated.mp4", "audio.wav" };
     for (size_t i = 0; i < G_N_ELEMENTS(unreadable); i++) {
-        SKIP_WITHOUT(path, unreadable[i]);
+        char *path = clip(unreadable[i]);
         text = g_strdup_printf("source location=%s ! decode ! fakesink", path);
         msg = g_strdup_printf("'%s'", path);
         expect_failure(text, REEL_EIO, "source0", msg);
@@ -436,7 +428,7 @@ static void test_bad_input(void **state)
 static void test_unsupported_pixel_format(void **state)
 {
     (void)state;
-    SKIP_WITHOUT(path, "hevc10.mkv");
+    char *path = clip("hevc10.mkv");
     char *text = g_strdup_printf("source location=%s ! decode ! fakesink", path);
     expect_failure(text, REEL_EUNSUPPORTED, "decode0", "pixel format");
     g_free(text);
@@ -447,10 +439,8 @@ int main(void)
 {
     reel_init();
     clips = g_getenv("REEL_CLIPS");
-    if (!clips) {
-        fprintf(stderr, "SKIP: REEL_CLIPS is not set (ctest sets it; or run tests/media/make-clips.sh DIR)\n");
-        return 77;
-    }
+    if (!clips)
+        return reel_skip_exit("REEL_CLIPS is not set (ctest sets it; or run tests/media/make-clips.sh DIR)");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h264_bit_exact),
         cmocka_unit_test(test_hevc_bit_exact),
@@ -464,11 +454,5 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_unsupported_pixel_format),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    // A codec missing from this FFmpeg: say so to ctest rather than pass.
-    if (!failed && skipped) {
-        fprintf(stderr, "SKIP: %d checks skipped for want of an encoder\n", skipped);
-        return 77;
-    }
-    return failed;
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 
 #include "elements/postprocess.h"
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 // ---- Test elements
 
@@ -767,10 +768,8 @@ static void test_real_blazeface_finds_the_face(void **state)
     char *model = g_build_filename(models, "blazeface/face_detection_front_128x128_barracuda.onnx", NULL);
     bool present = g_file_test(image, G_FILE_TEST_EXISTS) && g_file_test(model, G_FILE_TEST_EXISTS);
     g_free(model);
-    if (!present) {
-        printf("no %s or BlazeFace model (scripts/fetch-models): skipped\n", image);
-        skip();
-    }
+    if (!present)
+        reel_skip("no %s (python3-skimage) or BlazeFace model (scripts/fetch-models)", image);
     char *text = g_strdup_printf("source location=%s ! decode ! preprocess ! infer model=blazeface-front ! "
                                  "detect ! grab", image);
     run_ok(text);
@@ -815,5 +814,5 @@ int main(void)
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     g_ptr_array_free(grabbed, TRUE);
-    return failed;
+    return reel_test_verdict(failed);
 }

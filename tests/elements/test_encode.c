@@ -17,6 +17,7 @@
 #include <glib/gstdio.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static const char *scratch(void)
 {
@@ -131,10 +132,8 @@ static void test_ffv1_is_bit_exact(void **state)
                                  ref, mkv);
     char *msg = NULL;
     int rc = run(text, &msg);
-    if (rc == REEL_EUNSUPPORTED && strstr(msg, "this FFmpeg has no")) {
-        print_message("skipping: %s\n", msg);
-        skip();
-    }
+    if (rc == REEL_EUNSUPPORTED && strstr(msg, "this FFmpeg has no"))
+        reel_skip("%s", msg);
     if (rc != 0)
         fail_msg("%s", msg);
     const char *argv[] = { "ffmpeg", "-v", "error", "-i", mkv, "-fps_mode", "passthrough",
@@ -193,11 +192,8 @@ static void test_codec(void **state)
     int rc = run(text, &msg);
     // Frames held by the encoder and packets by the muxer all came back.
     assert_int_equal(reel_buffer_get_stats().live, live0);
-    if (rc == REEL_EUNSUPPORTED && strstr(msg, "this FFmpeg has no")) {
-        print_message("skipping %s: %s\n", c->codec, msg);
-        g_free(msg);
-        skip();
-    }
+    if (rc == REEL_EUNSUPPORTED && strstr(msg, "this FFmpeg has no"))
+        reel_skip("%s: %s", c->codec, msg);
     if (rc != 0)
         fail_msg("%s: %s", c->codec, msg);
     assert_int_equal(probe_frames(path), 30);
@@ -400,7 +396,7 @@ static void test_no_format_in_common(void **state)
     if (rc == 0) {
         // Only an absent libx264 accepts anything here; start says so.
         assert_int_equal(reel_pipeline_run(p, &err), REEL_EUNSUPPORTED);
-        print_message("skipping: %s\n", err->message);
+        reel_skip_note("%s", err->message);
         g_error_free(err);
         reel_pipeline_destroy(&p);
         skip();
@@ -474,10 +470,8 @@ static void test_interrupt_keeps_a_playable_file(void **state)
 {
     (void)state;
     const char *bin = g_getenv("REEL_BIN");
-    if (!bin) {
-        print_message("skipping: REEL_BIN is not set\n");
-        skip();
-    }
+    if (!bin)
+        reel_skip("REEL_BIN is not set (ctest sets it)");
     char *mp4 = out_path("enc-interrupt.mp4"), *log = out_path("enc-interrupt.log");
     g_unlink(mp4);
     char *desc = g_strdup_printf("testsrc is-live=true framerate=100 ! video/raw,format=yuv420p,width=160,height=120 "
@@ -533,5 +527,5 @@ int main(void)
     int failed = _cmocka_run_group_tests("test_encode", tests, n, NULL, NULL);
     for (size_t i = 1; i <= G_N_ELEMENTS(cases); i++)
         g_free((char *)tests[i].name);
-    return failed;
+    return reel_test_verdict(failed);
 }

@@ -15,6 +15,7 @@
 #include <glib/gstdio.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static char *dir; // a temporary folder for the outputs
 
@@ -197,5 +198,5 @@ int main(void)
     }
     g_rmdir(dir);
     g_free(dir);
-    return failed;
+    return reel_test_verdict(failed);
 }

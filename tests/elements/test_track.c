@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 #define MAX_OBJECTS 4
 #define NO_OBJECT (-2) // the object was not in the frame
@@ -328,7 +329,7 @@ static void test_device_frames(void **state)
 {
     (void)state;
     if (!have_vulkan())
-        skip();
+        reel_skip("no Vulkan device");
     objects[0] = moving(10, 20, 40, 30, 2, 0);
     n_objects = 1;
     run_ok("device=vulkan:0 testsrc num-buffers=10 width=16 height=16 ! upload ! boxes ! track ! collect");
@@ -367,5 +368,5 @@ int main(void)
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     g_array_free(seen_main, TRUE);
     g_array_free(seen_side, TRUE);
-    return failed;
+    return reel_test_verdict(failed);
 }

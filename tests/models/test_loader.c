@@ -18,6 +18,7 @@
 #include "models/op.h"
 #include "models/passes.h"
 #include "reel/error.h"
+#include "tests/support/skip.h"
 
 #define TESTDATA "/usr/share/libonnx-testdata/data/node"
 
@@ -32,8 +33,7 @@ static const char *models_dir(void)
 #define NEED_MODELS(dir)                                                                 \
     const char *dir = models_dir();                                                      \
     if (!dir) {                                                                          \
-        print_message("REEL_TEST_MODELS unset: python3-onnx missing, skipping\n");       \
-        skip();                                                                          \
+        reel_skip("REEL_TEST_MODELS unset: the models need python3-onnx");               \
     }
 
 static char *model_path(const char *dir, const char *name)
@@ -46,7 +46,7 @@ static void test_testdata_models(void **state)
     (void)state;
     GDir *d = g_dir_open(TESTDATA, 0, NULL);
     if (!d)
-        skip();
+        reel_skip("no %s (libonnx-testdata)", TESTDATA);
     int cases = 0, ir_ok = 0, model_ok = 0, unsupported = 0, format = 0;
     const char *name;
     while ((name = g_dir_read_name(d))) {
@@ -110,7 +110,7 @@ static void test_testdata_tensors(void **state)
     (void)state;
     GDir *d = g_dir_open(TESTDATA, 0, NULL);
     if (!d)
-        skip();
+        reel_skip("no %s (libonnx-testdata)", TESTDATA);
     int files = 0, ok = 0;
     const char *name;
     while ((name = g_dir_read_name(d))) {
@@ -440,10 +440,7 @@ static reel_tensor *run_node(const reel_ir_node *n, reel_tensor **in, const reel
 static void test_conv_add_relu(void **state)
 {
     (void)state;
-    if (!reel_op_find("Conv")) {
-        print_message("no Conv kernel linked: skipping\n");
-        skip();
-    }
+    assert_non_null(reel_op_find("Conv"));
     reel_ir_graph *g = reel_ir_graph_new();
     g->opset = 13;
     int64_t xs[4] = { 1, 16, 32, 32 }, ws[4] = { 16, 16, 3, 3 }, bs[1] = { 16 }, w2s[4] = { 16, 16, 1, 1 };
@@ -513,12 +510,9 @@ static void test_shape_chain_folds(void **state)
     (void)state;
     NEED_MODELS(dir);
     const char *ops[] = { "Shape", "Gather", "Unsqueeze", "Concat", "Reshape" };
-    for (size_t i = 0; i < G_N_ELEMENTS(ops); i++) {
-        if (!reel_op_find(ops[i])) {
-            print_message("no %s kernel linked: skipping\n", ops[i]);
-            skip();
-        }
-    }
+    for (size_t i = 0; i < G_N_ELEMENTS(ops); i++)
+        if (!reel_op_find(ops[i]))
+            fail_msg("no %s kernel", ops[i]);
     char *p = model_path(dir, "shape_chain.onnx");
     GError *e = NULL;
     reel_model *m = reel_model_load(p, &e);
@@ -575,5 +569,5 @@ int main(void)
         cmocka_unit_test(test_shape_chain_folds),
         cmocka_unit_test(test_conv_add_relu),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

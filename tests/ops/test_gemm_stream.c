@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "models/cpu/microgemm.h"
+#include "tests/support/skip.h"
 
 static uint32_t rng_state;
 
@@ -88,5 +89,5 @@ static void test_stream_matches_plain(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = { cmocka_unit_test(test_stream_matches_plain) };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "models/cpu/microgemm.h"
+#include "tests/support/skip.h"
 
 // Tolerance relative to the size of the terms summed (sum |a*b| + |bias| +
 // |res|), so cancellation in long sums cannot fail a correct result.
@@ -197,5 +198,5 @@ int main(void)
         cmocka_unit_test(test_tile_edges), cmocka_unit_test(test_epilogues), cmocka_unit_test(test_degenerate),
         cmocka_unit_test(test_strides),    cmocka_unit_test(test_blocks),    cmocka_unit_test(test_empty),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "models/cpu/workers.h"
 #include "models/op.h"
+#include "tests/support/skip.h"
 
 #define MAX_IN 8
 
@@ -561,5 +562,5 @@ int main(void)
     pool = reel_workers_create(2);
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     reel_workers_destroy(&pool);
-    return failed;
+    return reel_test_verdict(failed);
 }

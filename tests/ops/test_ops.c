@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "models/op.h"
+#include "tests/support/skip.h"
 
 extern const reel_op *const reel_ops_elementwise[];
 extern const reel_op *const reel_ops_shape[];
@@ -864,5 +865,5 @@ int main(void)
         cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

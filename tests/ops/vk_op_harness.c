@@ -1,5 +1,6 @@
 // The Vulkan op tests' shared harness (vk_op_harness.h).
 #include "tests/ops/vk_op_harness.h"
+#include "tests/support/skip.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,14 +23,14 @@ static bool have_device(bool need_fp16)
     GError *error = NULL;
     reel_device *probe = reel_device_open("vulkan:0", &error);
     if (!probe) {
-        printf("skipping: no Vulkan device (%s)\n", error->message);
+        reel_skip_note("no Vulkan device (%s)", error->message);
         g_error_free(error);
         return false;
     }
     bool fp16 = reel_device_info_of(probe)->fp16;
     reel_device_unref(&probe);
     if (need_fp16 && !fp16)
-        printf("skipping: vulkan:0 has no 16-bit float support\n");
+        reel_skip_note("vulkan:0 has no 16-bit float support");
     return fp16 || !need_fp16;
 }
 
@@ -77,7 +78,7 @@ int vkt_run_group(const struct CMUnitTest *tests, size_t n_tests, int opset, boo
     int64_t messages = reel_device_validation_messages();
     if (messages)
         fprintf(stderr, "%" G_GINT64_FORMAT " Vulkan validation messages\n", messages);
-    return failed || messages ? 1 : 0;
+    return reel_test_verdict(failed + (messages != 0));
 }
 
 reel_mem *vkt_device_mem(size_t size)
@@ -437,9 +438,8 @@ void vkt_refuse(const vkt_call *c, int n_in, reel_tensor **in, const char *what)
 static char *existing_or_skip(char *path, const char *name, const char *maker)
 {
     if (!path || !g_file_test(path, G_FILE_TEST_EXISTS)) {
-        printf("no %s (%s): skipped\n", name, maker);
         g_free(path);
-        skip();
+        reel_skip("no %s (%s)", name, maker);
     }
     return path;
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 #define W 64
 #define H 48
@@ -309,5 +310,5 @@ int main(void)
         cmocka_unit_test(test_stop_wakes_the_application),
         cmocka_unit_test(test_send_eos_ends_appsrc),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

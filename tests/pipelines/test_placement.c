@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 enum { FRAMES = 12, FRAME_BYTES = 64 * 48 * 3 };
 
@@ -282,10 +283,8 @@ int main(void)
     for (int i = 0; i < n; i++)
         vulkan += devices[i].backend == REEL_BACKEND_VULKAN;
     g_free(devices);
-    if (!vulkan) {
-        print_message("SKIP: no Vulkan device\n");
-        return 77;
-    }
+    if (!vulkan)
+        return reel_skip_exit("no Vulkan device");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_one_crossing_each_way_is_counted_exactly, no_validation_messages),
         cmocka_unit_test_teardown(test_frames_survive_the_round_trip, no_validation_messages),
@@ -295,5 +294,5 @@ int main(void)
         cmocka_unit_test_teardown(test_unknown_device_lists_the_devices, no_validation_messages),
         cmocka_unit_test_teardown(test_trace_has_a_span_per_dispatch, no_validation_messages),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 // Messages seen during a run.
 typedef struct seen {
@@ -362,5 +363,5 @@ int main(void)
         cmocka_unit_test(test_start_failure_is_reported),
         cmocka_unit_test(test_stats_while_waiting),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static reel_pipeline *build_live(const char *text, int queue_size, int latency_ms)
 {
@@ -240,7 +241,7 @@ static void four_streams_batched(bool live)
     char *model = g_build_filename(models ? models : "models", "conv_bn_relu.onnx", NULL);
     if (!g_file_test(model, G_FILE_TEST_EXISTS)) {
         g_free(model);
-        skip(); // the generated models need python3 with onnx
+        reel_skip("no conv_bn_relu.onnx: the generated models need python3 with onnx");
     }
     const int counts[4] = { 12, 9, 7, 5 };
     char *dir = g_dir_make_tmp("reel-batch-XXXXXX", NULL);
@@ -304,7 +305,7 @@ static void test_decoded_streams(void **state)
     char *clip = g_build_filename(clips ? clips : "clips", "h264.mp4", NULL);
     if (!g_file_test(clip, G_FILE_TEST_EXISTS)) {
         g_free(clip);
-        skip(); // the clips come from tests/media/make-clips.sh
+        reel_skip("no h264.mp4: the clips come from tests/media/make-clips.sh");
     }
     char *dir = g_dir_make_tmp("reel-decoded-XXXXXX", NULL);
     char *text = g_strdup_printf("batch name=b ! unbatch name=u  source location=%s ! decode ! b.  "
@@ -371,5 +372,5 @@ int main(void)
         cmocka_unit_test(test_decoded_streams),
         cmocka_unit_test(test_stream_id_property),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

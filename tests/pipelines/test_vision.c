@@ -16,6 +16,7 @@
 #include <glib/gstdio.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static char *last_info;
 static GPtrArray *collected; // buffers the collect sinks received
@@ -475,10 +476,8 @@ static void test_clear_errors(void **state)
 int main(void)
 {
     reel_init();
-    if (!have_vulkan()) {
-        printf("no Vulkan device: skipped\n");
-        return 77;
-    }
+    if (!have_vulkan())
+        return reel_skip_exit("no Vulkan device");
     reel_element_class_register(&collect_class);
     reel_element_class_register(&collect_nhwc_class);
     reel_element_class_register(&detector_class);
@@ -506,5 +505,5 @@ int main(void)
         printf("validation layer messages: %" G_GINT64_FORMAT "\n", reel_device_validation_messages());
         failed++;
     }
-    return failed;
+    return reel_test_verdict(failed);
 }

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static reel_caps video(reel_pixfmt f, int w, int h)
 {
@@ -161,5 +162,5 @@ int main(void)
         cmocka_unit_test(test_pool_recycles),
         cmocka_unit_test(test_refcount_across_threads),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static reel_caps parse(const char *text)
 {
@@ -120,5 +121,5 @@ int main(void)
         cmocka_unit_test(test_fixed_and_accepts),
         cmocka_unit_test(test_pixfmt_geometry),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 // Builds a chain "a ! b ! c" of (class, property list) items; returns the
 // pipeline with every element linked in order.
@@ -172,5 +173,5 @@ int main(void)
         cmocka_unit_test(test_negotiation_fixes_from_downstream),
         cmocka_unit_test(test_placement_fallback_and_strict),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

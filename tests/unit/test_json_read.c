@@ -9,6 +9,7 @@
 
 #include "pipeline/json_read.h"
 #include "reel/error.h"
+#include "tests/support/skip.h"
 
 static void accepted(void **state)
 {
@@ -70,5 +71,5 @@ int main(void)
         cmocka_unit_test(refused),
         cmocka_unit_test(members),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

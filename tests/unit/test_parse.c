@@ -11,6 +11,7 @@
 
 #include "pipeline/parse.h"
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -610,5 +611,5 @@ int main(void)
         cmocka_unit_test(launch_error_on_a_long_line),
         cmocka_unit_test(launch_bad_caps),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "reel/reel.h"
+#include "tests/support/skip.h"
 
 static reel_element *make(const char *klass)
 {
@@ -138,5 +139,5 @@ int main(void)
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_element_names),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return reel_run_tests(tests, NULL, NULL);
 }
