@@ -598,13 +598,48 @@ static int file_read_failed(reel_element *e, int averr)
     return REEL_EOS;
 }
 
-static int file_ended(reel_element *e)
+// The span of our stream the header promises, in its time base: its own
+// duration, else the file's when it holds nothing else (Matroska gives
+// only the file's); 0 when unknown.
+static int64_t promised_span(const source_priv *s)
+{
+    const AVStream *st = s->fmt->streams[s->index];
+    if (st->duration > 0)
+        return st->duration;
+    if (s->fmt->nb_streams == 1 && s->fmt->duration > 0)
+        return av_rescale_q(s->fmt->duration, AV_TIME_BASE_Q, st->time_base);
+    return 0;
+}
+
+// A first play that ends short of what the header promises: a frame count
+// where the container has one, else its duration (less half a frame, for
+// rounding).
+static void warn_if_short(reel_element *e)
 {
     source_priv *s = reel_element_priv(e);
     const AVStream *st = s->fmt->streams[s->index];
-    if (s->plays == 0 && s->start_time <= 0 && st->nb_frames > 0 && s->packets_this_play < st->nb_frames)
-        reel_element_warning(e, "'%s' ended early: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
-                             " packets (truncated?)", s->location, s->packets_this_play, st->nb_frames);
+    if (s->plays != 0 || s->start_time > 0)
+        return;
+    if (st->nb_frames > 0) {
+        if (s->packets_this_play < st->nb_frames)
+            reel_element_warning(e, "'%s' ended early: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+                                 " packets (truncated?)", s->location, s->packets_this_play, st->nb_frames);
+        return;
+    }
+    int64_t span = promised_span(s);
+    AVRational rate = stream_rate(st);
+    if (span <= 0 || rate.num <= 0 || s->first_ts == AV_NOPTS_VALUE)
+        return;
+    int64_t frame = av_rescale_q(1, av_inv_q(rate), st->time_base);
+    int64_t played = s->end_ts - s->first_ts;
+    if (played < span - frame / 2)
+        reel_element_warning(e, "'%s' ended early: %.3f of %.3f s (truncated?)", s->location,
+                             played * av_q2d(st->time_base), span * av_q2d(st->time_base));
+}
+
+static int file_ended(reel_element *e)
+{
+    warn_if_short(e);
     return restart_play(e) ? 0 : REEL_EOS;
 }
 

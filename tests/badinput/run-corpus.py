@@ -2,8 +2,10 @@
 # Runs reel on every case of the bad-input corpus (make-corpus.py) and checks
 # that each ends as a user should see it: exit code 1 or 2 with a message
 # naming the problem, or, for damage a decoder recovers from, exit 0 with the
-# documented behaviour (frames decoded, corrupt packets counted in a
-# warning). Never a signal, a hang or a sanitizer report.
+# documented behaviour: every frame the ffmpeg CLI decodes from the same
+# file, and a warning from source0 or decode0 (corrupt packets, an early
+# end) whenever frames were lost. Never a signal, a hang or a sanitizer
+# report.
 # Usage: run-corpus.py PATH_TO_REEL CORPUS_DIR
 import os
 import re
@@ -20,6 +22,7 @@ cases = []  # (name, argv, env, verdict, substring)
 
 
 def case(name, argv, verdict, substring=None, env=None):
+    """substring: what stderr must hold; for "recover", the video's path."""
     cases.append((name, argv, env or {}, verdict, substring))
 
 
@@ -37,10 +40,11 @@ def decode_pipeline(f):
 
 # Videos. Cut and flipped clips may be recoverable: "recover" accepts exit 0
 # (what decoded is delivered; losses show as a corrupt-packet warning or an
-# early end) or exit 1 with an error naming the source or decoder.
+# early end) or exit 1 with an error naming the source or decoder, where
+# the ffmpeg CLI decodes nothing either.
 for f in sorted(os.listdir(os.path.join(corpus, "video"))):
     if f.startswith(("cut", "flip")):
-        case("video/" + f, decode_pipeline(f), "recover")
+        case("video/" + f, decode_pipeline(f), "recover", video(f))
 case("video/empty.mp4", decode_pipeline("empty.mp4"), "fail1", "source0: cannot open")
 case("video/text.mp4", decode_pipeline("text.mp4"), "fail1", "Invalid data found")
 case("video/dir.mp4", decode_pipeline("dir.mp4"), "fail1", "Is a directory")
@@ -147,6 +151,39 @@ case("text/tensor-caps-huge", ["run", "testsrc num-buffers=1 ! preprocess size=6
      "'preprocess0': 12884901888 elements of 4 bytes exceed the tensor limit")
 
 
+def ffmpeg_frames(path):
+    """Frames the ffmpeg CLI decodes from the first video stream: the
+    independent count a recovered run must match."""
+    p = subprocess.run(["ffmpeg", "-v", "quiet", "-i", path, "-map", "0:v:0", "-f", "framemd5", "-"],
+                       capture_output=True, timeout=TIMEOUT)
+    return sum(1 for line in p.stdout.decode("ascii", "replace").splitlines() if line and not line.startswith("#"))
+
+
+def intact(path):
+    """The undamaged clip a cut or flipped one was made from."""
+    ext = os.path.splitext(path)[1]
+    return video("clip-%s%s" % (ext[1:], ext))
+
+
+def check_recovery(path, rc, err):
+    """None when a recover case ended as promised, else why not."""
+    want = ffmpeg_frames(path)
+    if rc == 1:
+        if not re.search(r"error: (source0|decode0): ", err):
+            return "exit 1 without an error naming source0 or decode0"
+        return None if want == 0 else "refused, but the ffmpeg CLI decodes %d frames" % want
+    m = re.search(r"done: (\d+) frames", err)
+    if not m:
+        return "no 'done: N frames' line"
+    got = int(m.group(1))
+    if got != want:
+        return "%d frames, the ffmpeg CLI decodes %d" % (got, want)
+    whole = ffmpeg_frames(intact(path))
+    if got < whole and not re.search(r"warning: (source0|decode0): ", err):
+        return "%d of %d frames and no warning from source0 or decode0" % (got, whole)
+    return None
+
+
 def run(c):
     name, argv, env, verdict, want = c
     e = dict(os.environ, XDG_RUNTIME_DIR="/tmp", **env)
@@ -163,12 +200,11 @@ def run(c):
     elif SANITIZER.search(out):
         why = "sanitizer report"
     elif verdict == "recover":
-        if rc == 0:
-            verdict_note = "recovered"
-        elif rc == 1 and re.search(r"error: (source0|decode0): ", err):
-            verdict_note = "refused"
+        if rc not in (0, 1):
+            why = "exit %d, wanted 0 (recovered) or 1 (refused)" % rc
         else:
-            why = "exit %d without an error naming source0 or decode0" % rc
+            why = check_recovery(want, rc, err)
+            verdict_note = "recovered" if rc == 0 else "refused"
     elif verdict == "parse":
         if rc != 2:
             why = "exit %d, wanted 2" % rc
@@ -180,7 +216,7 @@ def run(c):
         why = "exit %d, wanted 2" % rc
     elif verdict == "fail" and rc not in (1, 2):
         why = "exit %d, wanted 1 or 2" % rc
-    if not why and want and want not in err:
+    if not why and want and verdict != "recover" and want not in err:
         why = "stderr lacks %r" % want
     if why:
         return name, rc, "FAIL", why + "\n" + "\n".join(out.splitlines()[-20:])[-3000:]
