@@ -26,8 +26,7 @@ static const reel_prop batch_props[] = {
     { "size", REEL_PROP_INT, offsetof(batch_priv, size), "0", 0, 64,
       .help = "frames released together (set infer's batch to the same); 0: one per input" },
     { "max-wait-ms", REEL_PROP_INT, offsetof(batch_priv, max_wait_ms), "0", 0, 60000,
-      .help = "release a partial group once its first frame has waited this long (checked as frames come; "
-              "0: wait for a full group)" },
+      .help = "release a partial group once its first frame has waited this long (0: wait for a full group)" },
     { NULL },
 };
 
@@ -64,7 +63,14 @@ static int release(reel_element *e)
             reel_buffer_unref(&b);
     }
     g_ptr_array_set_size(s->group, 0);
+    reel_element_wake_at(e, 0);
     return rc;
+}
+
+// When the held group must go on (monotonic µs).
+static int64_t group_deadline(const batch_priv *s)
+{
+    return s->group_since + (int64_t)s->max_wait_ms * 1000;
 }
 
 static int batch_process(reel_element *e, int pad, reel_buffer *buf)
@@ -73,11 +79,27 @@ static int batch_process(reel_element *e, int pad, reel_buffer *buf)
     batch_priv *s = reel_element_priv(e);
     int size = s->size ? s->size : reel_element_n_inputs(e);
     int64_t now = g_get_monotonic_time();
-    if (s->group->len == 0)
+    if (s->group->len == 0) {
         s->group_since = now;
+        // A partial group goes on in time even when no further frame comes.
+        if (s->max_wait_ms > 0)
+            reel_element_wake_at(e, group_deadline(s));
+    }
     g_ptr_array_add(s->group, buf);
-    bool waited = s->max_wait_ms > 0 && now - s->group_since >= (int64_t)s->max_wait_ms * 1000;
+    bool waited = s->max_wait_ms > 0 && now >= group_deadline(s);
     return (int)s->group->len >= size || waited ? release(e) : 0;
+}
+
+static int batch_timeout(reel_element *e)
+{
+    batch_priv *s = reel_element_priv(e);
+    if (s->group->len == 0)
+        return 0;
+    if (g_get_monotonic_time() < group_deadline(s)) { // a later group's deadline
+        reel_element_wake_at(e, group_deadline(s));
+        return 0;
+    }
+    return release(e);
 }
 
 static int batch_flush(reel_element *e)
@@ -114,6 +136,7 @@ const reel_element_class reel_batch_class = {
     .flush = batch_flush,
     .stop = batch_stop,
     .uninit = batch_uninit,
+    .timeout = batch_timeout,
 };
 
 // ---- unbatch ----------------------------------------------------------------

@@ -48,8 +48,7 @@ static const reel_prop props[] = {
     { "batch", REEL_PROP_INT, offsetof(infer_priv, batch), "1", 1, 64,
       .help = "frames per inference (the model's first input dim must be free)" },
     { "max-wait-ms", REEL_PROP_INT, offsetof(infer_priv, max_wait_ms), "0", 0, 60000,
-      .help = "a partial batch runs once its first frame has waited this long (checked as frames come; 0: "
-              "wait for a full batch)" },
+      .help = "a partial batch runs once its first frame has waited this long (0: wait for a full batch)" },
     { "input-name", REEL_PROP_STRING, offsetof(infer_priv, input_name), NULL,
       .help = "the model input the tensors feed; default: the first" },
     { "precision", REEL_PROP_ENUM, offsetof(infer_priv, precision), "fp32", .values = precisions,
@@ -344,10 +343,17 @@ static int run_batch(reel_element *e)
             reel_buffer_unref(&t);
     }
     g_ptr_array_set_size(s->pending, 0);
+    reel_element_wake_at(e, 0);
     for (int i = 0; i < n_out; i++)
         reel_buffer_unref(&outputs[i]);
     g_free(outputs);
     return rc;
+}
+
+// When the pending partial batch must run (monotonic µs).
+static int64_t batch_deadline(const infer_priv *s)
+{
+    return s->pending_since + (int64_t)s->max_wait_ms * 1000;
 }
 
 // Runs the model on one tensor now; outputs[] gets its outputs.
@@ -422,11 +428,27 @@ static int process(reel_element *e, int pad, reel_buffer *tensor)
     if (crop)
         return process_crop(e, tensor, crop);
     int64_t now = g_get_monotonic_time();
-    if (s->pending->len == 0)
+    if (s->pending->len == 0) {
         s->pending_since = now;
+        // A partial batch runs in time even when no further frame comes.
+        if (s->max_wait_ms > 0 && s->batch > 1)
+            reel_element_wake_at(e, batch_deadline(s));
+    }
     g_ptr_array_add(s->pending, tensor);
-    bool waited = s->max_wait_ms > 0 && now - s->pending_since >= (int64_t)s->max_wait_ms * 1000;
+    bool waited = s->max_wait_ms > 0 && now >= batch_deadline(s);
     return (int)s->pending->len >= s->batch || waited ? run_batch(e) : 0;
+}
+
+static int on_timeout(reel_element *e)
+{
+    infer_priv *s = reel_element_priv(e);
+    if (s->pending->len == 0)
+        return 0;
+    if (g_get_monotonic_time() < batch_deadline(s)) { // a later batch's deadline
+        reel_element_wake_at(e, batch_deadline(s));
+        return 0;
+    }
+    return run_batch(e);
 }
 
 // End of stream: a last, partial batch.
@@ -483,4 +505,5 @@ const reel_element_class reel_infer_class = {
     .flush = flush,
     .stop = stop,
     .uninit = uninit,
+    .timeout = on_timeout,
 };

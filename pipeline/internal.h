@@ -69,6 +69,8 @@ struct reel_element {
     int next_input;                // round-robin start
 
     atomic_int sched;
+    atomic_llong wake_us;          // when its timeout hook is due (monotonic µs); 0: none
+    atomic_bool timeout_due;       // the timer thread found wake_us passed: run the hook next turn
     bool blocking;                 // runs on a thread of its own
     atomic_bool live;              // a source that said it runs live
     GCond wake;                    // blocking elements wait here, under pipeline->lock
@@ -115,6 +117,8 @@ struct reel_pipeline {
     GError *error;
     GThread **workers;
     int n_workers;
+    GThread *timer;                // fires elements' wake_at deadlines; only when a class has a timeout hook
+    GCond timer_cond;              // a new deadline, or quit
     atomic_bool stopping;          // abort or error: drop everything
     atomic_bool eos_requested;     // sources end at their next turn
     int64_t start_us, end_us;

@@ -27,6 +27,7 @@ reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params)
     g_mutex_init(&p->lock);
     g_cond_init(&p->cond);
     g_cond_init(&p->state_cond);
+    g_cond_init(&p->timer_cond);
     return p;
 }
 
@@ -63,6 +64,7 @@ void reel_pipeline_destroy(reel_pipeline **pp)
     g_mutex_clear(&p->lock);
     g_cond_clear(&p->cond);
     g_cond_clear(&p->state_cond);
+    g_cond_clear(&p->timer_cond);
     g_free(p);
 }
 

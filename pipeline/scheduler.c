@@ -210,6 +210,8 @@ static bool run_filter(reel_element *e)
     for (int n = 0; n < TURN_BUDGET; n++) {
         if (atomic_load(&p->stopping) || !outputs_have_space(e))
             return false;
+        if (atomic_exchange(&e->timeout_due, false) && check(e, e->klass->timeout(e)))
+            return false;
         int pad;
         reel_buffer *buf = NULL;
         int rc = pop_any(e, &pad, &buf);
@@ -259,6 +261,58 @@ static gpointer worker_main(gpointer data)
             ready_push_locked(p, e);
         g_mutex_unlock(&p->lock);
     }
+    return NULL;
+}
+
+// ---- deadlines ----------------------------------------------------------------
+
+void reel_element_wake_at(reel_element *e, int64_t deadline_us)
+{
+    reel_pipeline *p = e->pipeline;
+    atomic_store(&e->wake_us, deadline_us);
+    g_mutex_lock(&p->lock);
+    g_cond_signal(&p->timer_cond);
+    g_mutex_unlock(&p->lock);
+}
+
+// The timer thread: marks the elements whose wake_at deadline has passed
+// and schedules them (their timeout hook runs at their next turn), then
+// sleeps until the next deadline or a new one.
+static gpointer timer_main(gpointer data)
+{
+    reel_pipeline *p = data;
+    guint n = p->elements->len - 1;
+    reel_element **due = g_new(reel_element *, n);
+    g_mutex_lock(&p->lock);
+    while (!p->quit) {
+        int64_t now = g_get_monotonic_time(), next = G_MAXINT64;
+        guint n_due = 0;
+        for (guint i = 0; i < n; i++) {
+            reel_element *e = p->elements->pdata[i];
+            long long at = atomic_load(&e->wake_us);
+            if (at == 0)
+                continue;
+            if (at > now)
+                next = MIN(next, at);
+            else if (atomic_compare_exchange_strong(&e->wake_us, &at, 0)) {
+                atomic_store(&e->timeout_due, true);
+                due[n_due++] = e;
+            }
+        }
+        if (n_due) {
+            g_mutex_unlock(&p->lock); // notifying takes the lock
+            for (guint i = 0; i < n_due; i++)
+                reel_sched_notify(due[i]);
+            g_mutex_lock(&p->lock);
+            continue;
+        }
+        if (next == G_MAXINT64)
+            g_cond_wait(&p->timer_cond, &p->lock);
+        else
+            g_cond_wait_until(&p->timer_cond, &p->lock, next);
+    }
+    g_mutex_unlock(&p->lock);
+    g_free(due);
     return NULL;
 }
 
@@ -335,6 +389,8 @@ static void reset_run_state(reel_pipeline *p)
         e->blocking = (e->klass->flags & REEL_CLASS_BLOCKING) && e->inputs->len == 0;
         atomic_store(&e->live, false);
         atomic_store(&e->sched, STATE_IDLE);
+        atomic_store(&e->wake_us, 0);
+        atomic_store(&e->timeout_due, false);
         atomic_store(&e->buffers_in, 0);
         atomic_store(&e->buffers_out, 0);
         atomic_store(&e->busy_ns, 0);
@@ -401,6 +457,9 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
     p->workers = g_new0(GThread *, p->n_workers);
     for (int i = 0; i < p->n_workers; i++)
         p->workers[i] = g_thread_new("reel-worker", worker_main, p);
+    for (guint i = 0; i < n && !p->timer; i++)
+        if (((reel_element *)p->elements->pdata[i])->klass->timeout)
+            p->timer = g_thread_new("reel-timer", timer_main, p);
     for (guint i = 0; i < n; i++) {
         reel_element *e = p->elements->pdata[i];
         if (e->blocking)
@@ -467,12 +526,15 @@ int reel_pipeline_wait(reel_pipeline *p, GError **error)
     }
     p->quit = true;
     g_cond_broadcast(&p->cond);
+    g_cond_signal(&p->timer_cond);
     wake_all_locked(p);
     g_mutex_unlock(&p->lock);
 
     for (int i = 0; i < p->n_workers; i++)
         g_thread_join(p->workers[i]);
     g_clear_pointer(&p->workers, g_free);
+    if (p->timer)
+        g_thread_join(g_steal_pointer(&p->timer));
     for (guint i = 0; i + 1 < p->elements->len; i++) {
         reel_element *e = p->elements->pdata[i];
         if (e->thread)

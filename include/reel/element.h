@@ -132,6 +132,11 @@ typedef struct reel_element_class {
     // outside the pipeline (an application, a device) looks at
     // reel_element_should_stop() at once instead of polling it.
     void (*unblock)(reel_element *e);
+    // Optional. Called on a worker, never beside process, once the time set
+    // with reel_element_wake_at() has come (and the outputs have room): an
+    // element holding frames for a deadline (a partial batch) releases them
+    // there even when no further frame arrives. Returns 0 or a REEL_E* code.
+    int (*timeout)(reel_element *e);
 } reel_element_class;
 
 // ---- the registry ----------------------------------------------------------
@@ -250,6 +255,12 @@ bool reel_element_is_aborting(const reel_element *e);
 // or until the pipeline stops, whichever is first. Returns false when woken
 // by a stop. For blocking sources that pace themselves.
 bool reel_element_wait_until(reel_element *e, int64_t deadline_us);
+
+// Asks for the class's `timeout` hook to run once the monotonic time
+// `deadline_us` (g_get_monotonic_time()) has come, replacing an earlier
+// request that has not fired; 0 cancels. Call from the element's own hooks
+// (start, process, timeout). Nothing fires after the element has finished.
+void reel_element_wake_at(reel_element *e, int64_t deadline_us);
 
 // A source that knows how many frames it will produce (a file's frame count)
 // says so; progress messages then show done/total and an ETA. -1: unknown.
