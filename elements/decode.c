@@ -31,6 +31,8 @@ typedef struct decode_priv {
     reel_fraction time_base;  // of the packets, and so of the frames
     int64_t frames_out;
     int64_t corrupt;          // packets rejected plus frames flagged damaged
+    bool discont;             // the next frame at or after discont_pts carries the discontinuity flag
+    int64_t discont_pts;      // of the flagged packet (a live source's first after a reconnect)
 
     reel_device *dev;         // set when frames go to device memory
     reel_mem_domain domain;   // where the decoder writes them
@@ -377,6 +379,12 @@ static int push_frame(reel_element *e, AVFrame *frame)
         b->flags |= REEL_BUFFER_FLAG_KEYFRAME;
     if (damaged)
         b->flags |= REEL_BUFFER_FLAG_CORRUPT;
+    // Frames decoded from packets before the flagged one may still come out
+    // (reordering): the flag goes to the first frame of the new stretch.
+    if (s->discont && (pts == AV_NOPTS_VALUE || s->discont_pts == AV_NOPTS_VALUE || pts >= s->discont_pts)) {
+        b->flags |= REEL_BUFFER_FLAG_DISCONT;
+        s->discont = false;
+    }
     return reel_element_push(e, 0, b);
 }
 
@@ -468,6 +476,10 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
     pkt->duration = buf->duration > 0 ? buf->duration : 0;
     pkt->flags = (buf->flags & REEL_BUFFER_FLAG_KEYFRAME ? AV_PKT_FLAG_KEY : 0) |
                  (buf->flags & REEL_BUFFER_FLAG_CORRUPT ? AV_PKT_FLAG_CORRUPT : 0);
+    if (buf->flags & REEL_BUFFER_FLAG_DISCONT) {
+        s->discont = true;
+        s->discont_pts = pkt->pts;
+    }
     rc = decode_packet(e, pkt, buf->frame_number);
     pkt->data = NULL;
     pkt->size = 0;

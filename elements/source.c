@@ -102,7 +102,8 @@ static const reel_prop props[] = {
     { "retry-max", REEL_PROP_INT, offsetof(source_priv, retry_max), "10", -1, INT32_MAX,
       .help = "live: reconnect attempts after the stream is lost, then an error; 0: end the stream; -1: forever" },
     { "retry-delay", REEL_PROP_INT, offsetof(source_priv, retry_delay_ms), "500", 1, 3600000,
-      .help = "live: milliseconds before the first reconnect attempt; doubles per attempt up to 10 s" },
+      .help = "live: milliseconds before the first reconnect attempt; doubles per attempt up to 10 s "
+              "(or retry-delay, when longer)" },
     { NULL },
 };
 
