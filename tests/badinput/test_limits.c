@@ -1,9 +1,12 @@
 // Hard limits: frame and tensor checks at their edges, and the byte bound of
-// links (a queue's max-bytes, the pipeline's queue-max-bytes) holding back a
-// fast source or, leaky, dropping.
+// links (a queue's max-bytes, the pipeline's queue-max-bytes, a description's
+// queue-max-bytes= line, the 1 GiB default) holding back a fast source or,
+// leaky, dropping. `test_limits queue-env` runs with REEL_MAX_QUEUE_BYTES
+// set (ctest sets it) and checks that it becomes every link's bound.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -153,15 +156,84 @@ static void test_pipeline_queue_max_bytes(void **state)
     reel_pipeline_destroy(&p);
 }
 
-int main(void)
+// Peak of live buffers while p runs.
+static long run_peak(reel_pipeline *p)
+{
+    reel_buffer_reset_peak();
+    long live0 = reel_buffer_get_stats().live;
+    run_ok(p);
+    return reel_buffer_get_stats().peak_live - live0;
+}
+
+// Three links, each bound to 30000 bytes (three 12352-byte frames): at most
+// three queued on each, one in each of the four elements' hands and one
+// pushed past each full link. Unbounded by bytes, the queue alone would hold
+// up to 64.
+#define BOUND_30000_PEAK (3 * 3 + 4 + 3)
+#define SLOW_SINK "! queue max-size=64 ! fakesink delay-us=1000"
+
+static void test_queue_bytes_default(void **state)
+{
+    (void)state;
+    if (getenv("REEL_MAX_QUEUE_BYTES"))
+        reel_skip("REEL_MAX_QUEUE_BYTES is set: the default is not in force");
+    assert_int_equal(reel_limit_get(REEL_LIMIT_QUEUE_BYTES), (int64_t)1 << 30);
+    assert_string_equal(reel_limit_env(REEL_LIMIT_QUEUE_BYTES), "REEL_MAX_QUEUE_BYTES");
+    // What `reel inspect queue` tells the user about it.
+    const reel_prop *prop = reel_element_class_find_prop(reel_element_class_find("queue"), "max-bytes");
+    assert_non_null(prop);
+    assert_non_null(strstr(prop->help, "default 1 GiB, REEL_MAX_QUEUE_BYTES"));
+}
+
+// A description's queue-max-bytes= line bounds every link.
+static void test_description_queue_max_bytes(void **state)
+{
+    (void)state;
+    reel_pipeline *p = build("queue-max-bytes=30000\n" FRAMES SLOW_SINK, NULL);
+    long peak = run_peak(p);
+    assert_true(peak > 0);
+    if (peak > BOUND_30000_PEAK)
+        fail_msg("peak of %ld live buffers with queue-max-bytes=30000, at most %d expected", peak, BOUND_30000_PEAK);
+    assert_int_equal(report_of(p, "fakesink0").buffers_in, 200);
+    reel_pipeline_destroy(&p);
+}
+
+// Under REEL_MAX_QUEUE_BYTES=30000: the limit reads back, and a pipeline
+// that sets no byte bound of its own holds no more than that per link.
+static void test_queue_bytes_from_the_environment(void **state)
+{
+    (void)state;
+    const char *env = getenv("REEL_MAX_QUEUE_BYTES");
+    if (!env || strcmp(env, "30000") != 0)
+        fail_msg("run as `test_limits queue-env` with REEL_MAX_QUEUE_BYTES=30000 (got %s)", env ? env : "none");
+    assert_int_equal(reel_limit_get(REEL_LIMIT_QUEUE_BYTES), 30000);
+    reel_pipeline *p = build(FRAMES SLOW_SINK, NULL);
+    long peak = run_peak(p);
+    assert_true(peak > 0);
+    if (peak > BOUND_30000_PEAK)
+        fail_msg("peak of %ld live buffers under REEL_MAX_QUEUE_BYTES=30000, at most %d expected", peak,
+                 BOUND_30000_PEAK);
+    assert_int_equal(report_of(p, "fakesink0").buffers_in, 200);
+    reel_pipeline_destroy(&p);
+}
+
+int main(int argc, char **argv)
 {
     reel_init();
+    if (argc > 1 && strcmp(argv[1], "queue-env") == 0) {
+        const struct CMUnitTest env_tests[] = {
+            cmocka_unit_test(test_queue_bytes_from_the_environment),
+        };
+        return reel_run_tests(env_tests, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_frame_limits),
         cmocka_unit_test(test_tensor_limits),
         cmocka_unit_test(test_queue_max_bytes_backpressure),
         cmocka_unit_test(test_queue_max_bytes_leaky),
         cmocka_unit_test(test_pipeline_queue_max_bytes),
+        cmocka_unit_test(test_queue_bytes_default),
+        cmocka_unit_test(test_description_queue_max_bytes),
     };
     return reel_run_tests(tests, NULL, NULL);
 }

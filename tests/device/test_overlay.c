@@ -1,8 +1,10 @@
 // The "overlay" kernel: `test_overlay cpu` runs it on the cpu backend,
 // `test_overlay vulkan` on vulkan:0 (exit 77 when there is no Vulkan
-// device). Each backend's bytes must equal reel_overlay_paint()'s, and a few
-// hand-worked frames pin what paint itself draws. With
-// REEL_VULKAN_VALIDATION=1 any validation message fails the test.
+// device). Each backend's bytes must equal reel_overlay_paint()'s, a few
+// hand-worked frames pin what paint itself draws, and the overlay element's
+// boxes, landmarks and label bars are checked pixel by pixel against their
+// geometry worked out here (glyphs written out by hand), not by a painter of
+// reel's. With REEL_VULKAN_VALIDATION=1 any validation message fails the test.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 
 #include "gpu/overlay.h"
 #include "reel/device.h"
+#include "reel/reel.h"
 #include "tests/support/skip.h"
 
 static const char *spec; // the device under test
@@ -338,8 +341,280 @@ static void test_glyph_scale2(void **state)
     g_free(frame);
 }
 
+// ---- The overlay element, against its geometry
+//
+// For a detection [x0, x1) x [y0, y1) drawn with thickness t and font scale
+// k, in this order (a later one covers an earlier one), all in the
+// detection's colour unless said otherwise:
+//   box        the outline: inside the box, outside it inset by t
+//   landmark   a (2t+1)-pixel square centred on the point
+//   label bar  text "LABEL SCORE #TRACK" (score with two decimals); glyph
+//              cells 5k x 7k, one every 6k pixels, with k pixels of padding
+//              all round: bar [x0, x0 + 6k*len + k) x [top, top + 9k), its
+//              top 9k pixels above the box, or y0 when there is no room
+//   glyphs     black (0, 0, 0) where the glyph's dot is set; each dot a
+//              k x k block
+// The colour is palette entry (track id, else class id) mod 12.
+
+// The glyphs of the labels below, written out here (not taken from the font).
+static const char *glyph_of(char c)
+{
+    switch (c) {
+    case 'A': return ".###." "#...#" "#...#" "#####" "#...#" "#...#" "#...#";
+    case '0': return ".###." "#...#" "#..##" "#.#.#" "##..#" "#...#" ".###.";
+    case '5': return "#####" "#...." "####." "....#" "....#" "#...#" ".###.";
+    case '7': return "#####" "....#" "...#." "..#.." ".#..." ".#..." ".#...";
+    case '.': return "....." "....." "....." "....." "....." ".##.." ".##..";
+    case '#': return ".#.#." ".#.#." "#####" ".#.#." "#####" ".#.#." ".#.#.";
+    case ' ': return "....." "....." "....." "....." "....." "....." ".....";
+    default: fail_msg("no glyph for '%c' in the test", c);
+    }
+    return NULL;
+}
+
+typedef struct shape {
+    int x0, y0, x1, y1;
+    int thickness;     // > 0: an outline this wide
+    const char *glyph; // a glyph's dots, each k x k
+    int k;
+    uint8_t rgb[3];
+} shape;
+
+static bool shape_covers(const shape *s, int x, int y)
+{
+    if (x < s->x0 || x >= s->x1 || y < s->y0 || y >= s->y1)
+        return false;
+    int t = s->thickness;
+    if (t > 0 && x >= s->x0 + t && x < s->x1 - t && y >= s->y0 + t && y < s->y1 - t)
+        return false;
+    return !s->glyph || s->glyph[(y - s->y0) / s->k * 5 + (x - s->x0) / s->k] == '#';
+}
+
+// Two detections: one tracked (#7) with a landmark and room for its label
+// above, one of class 2 near the top, whose label goes inside it.
+#define GEO_W 128
+#define GEO_H 112
+#define GEO_T 3 // thickness
+#define GEO_K 2 // font scale
+static const uint8_t track7_rgb[3] = { 150, 80, 255 }, class2_rgb[3] = { 56, 120, 255 }; // palette[7], [2]
+
+static int geo_boxes_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    reel_detections *d = reel_detections_new(2);
+    d->items[0] = (reel_detection){ .x0 = 6, .y0 = 50, .x1 = 100, .y1 = 100, .score = 0.5f, .class_id = 1,
+                                    .label = "A", .track_id = 7, .n_landmarks = 1, .landmarks = { { 50, 75 } } };
+    d->items[1] = (reel_detection){ .x0 = 20, .y0 = 5, .x1 = 60, .y1 = 25, .score = 0.5f, .class_id = 2,
+                                    .label = "A", .track_id = -1 };
+    reel_buffer_add_meta(buf, &reel_detections_meta, d);
+    return reel_element_push(e, 0, buf);
+}
+
+static const reel_element_class geo_boxes_class = {
+    .name = "geo_boxes", .description = "attaches the geometry test's detections", .flags = REEL_CLASS_PASSTHROUGH,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "video/raw,memory=host", .output_caps = "video/raw,memory=host",
+    .process = geo_boxes_process,
+};
+
+static reel_buffer *grabbed[2]; // by grab name: "plain", "drawn"
+
+static int geo_grab_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    reel_buffer **slot = &grabbed[strcmp(reel_element_name(e), "drawn") == 0];
+    reel_buffer_unref(slot);
+    *slot = buf;
+    return 0;
+}
+
+static const reel_element_class geo_grab_class = {
+    .name = "geo_grab", .description = "keeps the last frame", .min_inputs = 1, .max_inputs = 1,
+    .input_caps = "video/raw,memory=host", .process = geo_grab_process,
+};
+
+// The shapes the two detections make, in drawing order; returns how many.
+static int geo_shapes(shape *out)
+{
+    int n = 0, k = GEO_K, t = GEO_T;
+    const struct {
+        int x0, y0, x1, y1;
+        const char *text;
+        const uint8_t *rgb;
+        bool landmark;
+    } dets[] = { { 6, 50, 100, 100, "A 0.50 #7", track7_rgb, true }, { 20, 5, 60, 25, "A 0.50", class2_rgb, false } };
+    for (size_t i = 0; i < G_N_ELEMENTS(dets); i++) {
+        const uint8_t *c = dets[i].rgb;
+        out[n++] = (shape){ dets[i].x0, dets[i].y0, dets[i].x1, dets[i].y1, t, NULL, 1, { c[0], c[1], c[2] } };
+        if (dets[i].landmark)
+            out[n++] = (shape){ 50 - t, 75 - t, 50 + t + 1, 75 + t + 1, 0, NULL, 1, { c[0], c[1], c[2] } };
+        int len = (int)strlen(dets[i].text), h = 9 * k;
+        int top = dets[i].y0 - h >= 0 ? dets[i].y0 - h : dets[i].y0;
+        out[n++] = (shape){ dets[i].x0, top, dets[i].x0 + 6 * k * len + k, top + h, 0, NULL, 1, { c[0], c[1], c[2] } };
+        for (int g = 0; g < len; g++) {
+            int gx = dets[i].x0 + k + 6 * k * g;
+            out[n++] = (shape){ gx, top + k, gx + 5 * k, top + 8 * k, 0, glyph_of(dets[i].text[g]), k, { 0, 0, 0 } };
+        }
+    }
+    return n;
+}
+
+// What (x, y) should hold: the colour of the last shape covering it
+// (true), or the pixel as it was (false).
+static bool geo_expect(const shape *shapes, int n, int x, int y, uint8_t rgb[3])
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (shape_covers(&shapes[i], x, y)) {
+            memcpy(rgb, shapes[i].rgb, 3);
+            return true;
+        }
+    return false;
+}
+
+// The sample of plane `plane` at (x, y) of a host frame.
+static const uint8_t *sample(const reel_buffer *b, int plane, int x, int y, int bytes)
+{
+    return b->planes[plane] + (size_t)y * b->strides[plane] + (size_t)x * bytes;
+}
+
+// Checks one pixel of an rgb24 frame: 'b' the colour given, 'k' black ink,
+// '.' as before overlay.
+static void spot(const reel_buffer *plain, const reel_buffer *drawn, int x, int y, char what, const uint8_t *rgb,
+                 const char *where)
+{
+    static const uint8_t ink[3] = { 0, 0, 0 };
+    const uint8_t *want = what == 'b' ? rgb : what == 'k' ? ink : sample(plain, 0, x, y, 3);
+    const uint8_t *got = sample(drawn, 0, x, y, 3);
+    if (memcmp(got, want, 3) != 0)
+        fail_msg("%s: (%d, %d) %s is %u,%u,%u, want %u,%u,%u", spec, x, y, where, got[0], got[1], got[2], want[0],
+                 want[1], want[2]);
+}
+
+static void run_geometry(const char *format)
+{
+    for (int i = 0; i < 2; i++)
+        reel_buffer_unref(&grabbed[i]);
+    char *text = g_strdup_printf("testsrc num-buffers=1 pattern=noise ! video/raw,format=%s,width=%d,height=%d "
+                                 "! geo_boxes ! tee name=t t. ! queue ! geo_grab name=plain "
+                                 "t. ! queue ! overlay device=%s thickness=%d font-scale=%d ! geo_grab name=drawn",
+                                 format, GEO_W, GEO_H, spec, GEO_T, GEO_K);
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2), &err);
+    if (!p || reel_pipeline_run(p, &err) != 0)
+        fail_msg("%s: %s", text, err->message);
+    reel_pipeline_destroy(&p);
+    g_free(text);
+    assert_non_null(grabbed[0]);
+    assert_non_null(grabbed[1]);
+}
+
+// rgb24: named pixels at the edges first, then every pixel of the frame.
+static void test_element_geometry_rgb(void **state)
+{
+    (void)state;
+    run_geometry("rgb24");
+    const reel_buffer *plain = grabbed[0], *drawn = grabbed[1];
+    const uint8_t *c7 = track7_rgb, *c2 = class2_rgb;
+    // Box of track 7, [6, 100) x [50, 100), 3 wide, probed at row 80 and
+    // column 30 (clear of the landmark and the label).
+    spot(plain, drawn, 5, 80, '.', c7, "left of the box");
+    spot(plain, drawn, 6, 80, 'b', c7, "left stroke, outer column");
+    spot(plain, drawn, 8, 80, 'b', c7, "left stroke, inner column");
+    spot(plain, drawn, 9, 80, '.', c7, "inside, past the left stroke");
+    spot(plain, drawn, 100, 80, '.', c7, "right of the box");
+    spot(plain, drawn, 99, 80, 'b', c7, "right stroke, outer column");
+    spot(plain, drawn, 97, 80, 'b', c7, "right stroke, inner column");
+    spot(plain, drawn, 96, 80, '.', c7, "inside, before the right stroke");
+    spot(plain, drawn, 30, 50, 'b', c7, "top stroke, outer row");
+    spot(plain, drawn, 30, 52, 'b', c7, "top stroke, inner row");
+    spot(plain, drawn, 30, 53, '.', c7, "inside, below the top stroke");
+    spot(plain, drawn, 30, 99, 'b', c7, "bottom stroke, outer row");
+    spot(plain, drawn, 30, 97, 'b', c7, "bottom stroke, inner row");
+    spot(plain, drawn, 30, 96, '.', c7, "inside, above the bottom stroke");
+    spot(plain, drawn, 30, 100, '.', c7, "below the box");
+    // Landmark (50, 75): [47, 54) x [72, 79).
+    spot(plain, drawn, 47, 72, 'b', c7, "landmark, top left");
+    spot(plain, drawn, 53, 78, 'b', c7, "landmark, bottom right");
+    spot(plain, drawn, 46, 75, '.', c7, "left of the landmark");
+    spot(plain, drawn, 54, 75, '.', c7, "right of the landmark");
+    spot(plain, drawn, 50, 79, '.', c7, "below the landmark");
+    // Its label "A 0.50 #7" (9 cells): bar [6, 116) x [32, 50), above the box.
+    spot(plain, drawn, 6, 32, 'b', c7, "label bar, top left corner");
+    spot(plain, drawn, 6, 31, '.', c7, "above the label bar");
+    spot(plain, drawn, 5, 40, '.', c7, "left of the label bar");
+    spot(plain, drawn, 115, 49, 'b', c7, "label bar, bottom right corner");
+    spot(plain, drawn, 116, 40, '.', c7, "right of the label bar");
+    spot(plain, drawn, 60, 33, 'b', c7, "label bar, top padding row");
+    spot(plain, drawn, 60, 48, 'b', c7, "label bar, bottom padding row");
+    spot(plain, drawn, 7, 40, 'b', c7, "label bar, left padding column");
+    spot(plain, drawn, 18, 40, 'b', c7, "gap between cells 0 and 1");
+    spot(plain, drawn, 19, 40, 'b', c7, "gap between cells 0 and 1, last column");
+    spot(plain, drawn, 114, 40, 'b', c7, "label bar, right padding column");
+    // 'A' in cell 0 at (8, 34): its top row ".###." at scale 2.
+    spot(plain, drawn, 8, 34, 'b', c7, "'A' top row, dot 0 unset");
+    spot(plain, drawn, 10, 34, 'k', c7, "'A' top row, dot 1");
+    spot(plain, drawn, 15, 35, 'k', c7, "'A' top row, dot 3");
+    spot(plain, drawn, 16, 34, 'b', c7, "'A' top row, dot 4 unset");
+    // The space, cell 1 at x 20..29: bar colour throughout.
+    spot(plain, drawn, 24, 40, 'b', c7, "the space's cell");
+    // Class 2's box [20, 60) x [5, 25) has no room above: its bar starts at
+    // y 5 inside the box, [20, 94) x [5, 23), over the top stroke.
+    spot(plain, drawn, 20, 4, '.', c2, "above class 2's label bar");
+    spot(plain, drawn, 20, 5, 'b', c2, "class 2's label bar, top left");
+    spot(plain, drawn, 93, 22, 'b', c2, "class 2's label bar, bottom right");
+    spot(plain, drawn, 94, 10, '.', c2, "right of class 2's label bar");
+    // Below the bar only the bottom stroke is left (rows 22..24): the box
+    // is 20 pixels tall.
+    spot(plain, drawn, 40, 23, 'b', c2, "class 2's bottom stroke below the bar");
+    spot(plain, drawn, 40, 25, '.', c2, "below class 2's box");
+    spot(plain, drawn, 59, 10, 'b', c2, "class 2's right stroke, under the bar's colour");
+
+    shape shapes[32];
+    int n = geo_shapes(shapes);
+    for (int y = 0; y < GEO_H; y++)
+        for (int x = 0; x < GEO_W; x++) {
+            uint8_t rgb[3];
+            bool covered = geo_expect(shapes, n, x, y, rgb);
+            const uint8_t *want = covered ? rgb : sample(plain, 0, x, y, 3), *got = sample(drawn, 0, x, y, 3);
+            if (memcmp(got, want, 3) != 0)
+                fail_msg("%s rgb24: (%d, %d) is %u,%u,%u, want %u,%u,%u (%s)", spec, x, y, got[0], got[1], got[2],
+                         want[0], want[1], want[2], covered ? "drawn" : "untouched");
+        }
+    for (int i = 0; i < 2; i++)
+        reel_buffer_unref(&grabbed[i]);
+}
+
+// yuv420p: luma per pixel, each chroma sample following the luma pixel at
+// its top left; colours as reel_overlay_color gives them (test_color pins
+// those to BT.601).
+static void test_element_geometry_yuv(void **state)
+{
+    (void)state;
+    run_geometry("yuv420p");
+    const reel_buffer *plain = grabbed[0], *drawn = grabbed[1];
+    shape shapes[32];
+    int n = geo_shapes(shapes);
+    for (int plane = 0; plane < 3; plane++) {
+        int sub = plane ? 1 : 0;
+        for (int y = 0; y < GEO_H >> sub; y++)
+            for (int x = 0; x < GEO_W >> sub; x++) {
+                uint8_t rgb[3];
+                bool covered = geo_expect(shapes, n, x << sub, y << sub, rgb);
+                uint32_t color = covered ? reel_overlay_color(REEL_PIXFMT_YUV420P, rgb[0], rgb[1], rgb[2]) : 0;
+                uint8_t want = covered ? (uint8_t)(color >> (8 * plane)) : *sample(plain, plane, x, y, 1);
+                uint8_t got = *sample(drawn, plane, x, y, 1);
+                if (got != want)
+                    fail_msg("%s yuv420p plane %d: (%d, %d) is %u, want %u (%s)", spec, plane, x, y, got, want,
+                             covered ? "drawn" : "untouched");
+            }
+    }
+    for (int i = 0; i < 2; i++)
+        reel_buffer_unref(&grabbed[i]);
+}
+
 int main(int argc, char **argv)
 {
+    reel_init();
     const char *backend = argc > 1 ? argv[1] : "cpu";
     bool vulkan = strcmp(backend, "vulkan") == 0;
     spec = "cpu";
@@ -359,6 +634,8 @@ int main(int argc, char **argv)
                 printf("device under test: %s (%s)\n", spec, infos[i].name);
         g_free(infos);
     }
+    reel_element_class_register(&geo_boxes_class);
+    reel_element_class_register(&geo_grab_class);
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_color),
@@ -366,6 +643,8 @@ int main(int argc, char **argv)
         T(test_fill_chroma),
         T(test_glyph_scale2),
         T(test_matches_paint),
+        cmocka_unit_test(test_element_geometry_rgb),
+        cmocka_unit_test(test_element_geometry_yuv),
     };
     int failed = cmocka_run_group_tests_name(backend, tests, NULL, NULL);
     if (reel_device_validation_messages()) {

@@ -1,8 +1,10 @@
 // convert, encode and sink: every codec writes a file ffprobe reads back with
-// the right frame count, lossless ffv1 round-trips bit for bit, convert
+// the right frame count and pixels close to its input (ffmpeg decodes them:
+// lossy codecs above a PSNR floor, lossless ones bit for bit), convert
 // converts and scales (and passes matching buffers through untouched), and
 // the failures a user meets are clear. testsrc is the only input, so these
 // tests need nothing from source or decode. FFmpeg's CLI checks the files.
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -155,16 +157,24 @@ static void test_ffv1_is_bit_exact(void **state)
 typedef struct codec_case {
     const char *codec, *file, *before; // before: what goes between testsrc and encode
     const char *want_stream;           // ffprobe's "codec,width,height,pix_fmt"
+    // The worst frame's PSNR (dB, over every sample of every plane) may not
+    // fall below this; 0: lossless, every decoded byte equal to the input.
+    double min_psnr;
 } codec_case;
 
+// Floors sit well below what the encoders reach at their defaults on the
+// moving checkerboard (libx264 55 dB, libx265 51, mjpeg 23, measured with
+// FFmpeg 5.1), and well above a frame off by one (13 dB: the board moves a
+// pixel a frame), a wrong plane or a wrong range.
 static const codec_case cases[] = {
-    { "h264", "enc-h264.mp4", "video/raw,format=yuv420p,width=160,height=120", "h264,160,120,yuv420p" },
-    { "hevc", "enc-hevc.mkv", "video/raw,format=yuv420p,width=160,height=120", "hevc,160,120,yuv420p" },
+    { "h264", "enc-h264.mp4", "video/raw,format=yuv420p,width=160,height=120", "h264,160,120,yuv420p", 45 },
+    { "hevc", "enc-hevc.mkv", "video/raw,format=yuv420p,width=160,height=120", "hevc,160,120,yuv420p", 42 },
     // mjpeg takes full-range yuv only: convert turns limited range into it.
-    { "mjpeg", "enc-mjpeg.avi", "video/raw,format=yuv420p,width=160,height=120 ! convert", "mjpeg,160,120,yuvj420p" },
-    { "png", "enc-png-%05d.png", "video/raw,format=rgb24,width=160,height=120", "png,160,120,rgb24" },
-    { "rawvideo", "enc-raw.nut", "video/raw,format=yuv420p,width=160,height=120", "rawvideo,160,120,yuv420p" },
-    { "ffv1", "enc-ffv1.mkv", "video/raw,format=yuv420p,width=160,height=120", "ffv1,160,120,yuv420p" },
+    { "mjpeg", "enc-mjpeg.avi", "video/raw,format=yuv420p,width=160,height=120 ! convert", "mjpeg,160,120,yuvj420p",
+      20 },
+    { "png", "enc-png-%05d.png", "video/raw,format=rgb24,width=160,height=120", "png,160,120,rgb24", 0 },
+    { "rawvideo", "enc-raw.nut", "video/raw,format=yuv420p,width=160,height=120", "rawvideo,160,120,yuv420p", 0 },
+    { "ffv1", "enc-ffv1.mkv", "video/raw,format=yuv420p,width=160,height=120", "ffv1,160,120,yuv420p", 0 },
 };
 
 static void remove_outputs(const char *path)
@@ -180,13 +190,75 @@ static void remove_outputs(const char *path)
     }
 }
 
+// Every frame of a video as ffmpeg decodes it, in pix_fmt, frame after frame
+// in file order (g_free it); *size gets the bytes.
+static uint8_t *decode_raw(const char *path, const char *pix_fmt, size_t *size)
+{
+    char *raw = out_path("enc-decoded.raw");
+    const char *argv[] = { "ffmpeg", "-v", "error", "-y", "-i", path, "-fps_mode", "passthrough", "-f", "rawvideo",
+                           "-pix_fmt", pix_fmt, raw, NULL };
+    g_free(capture(argv));
+    char *data = NULL;
+    gsize len = 0;
+    assert_true(g_file_get_contents(raw, &data, &len, NULL));
+    g_unlink(raw);
+    g_free(raw);
+    *size = len;
+    return (uint8_t *)data;
+}
+
+// Peak signal-to-noise ratio of n bytes against their reference, in dB;
+// INFINITY when they are equal.
+static double psnr(const uint8_t *got, const uint8_t *want, size_t n)
+{
+    double se = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        se += d * d;
+    }
+    return se == 0 ? INFINITY : 10 * log10(255.0 * 255.0 * (double)n / se);
+}
+
+// The decoded output against the frames that went into the encoder (written
+// beside it as rawvideo): frame i against frame i, each at or above the
+// case's floor, or equal for a lossless codec.
+static void check_pixels(const codec_case *c, const char *path, const char *ref)
+{
+    const char *pix_fmt = strrchr(c->want_stream, ',') + 1;
+    size_t frame = strcmp(pix_fmt, "rgb24") == 0 ? 160 * 120 * 3 : 160 * 120 * 3 / 2;
+    size_t got_size, want_size;
+    uint8_t *got = decode_raw(path, pix_fmt, &got_size), *want = decode_raw(ref, pix_fmt, &want_size);
+    assert_int_equal(want_size, 30 * frame);
+    assert_int_equal(got_size, want_size);
+    double worst = INFINITY, sum = 0;
+    for (int i = 0; i < 30; i++) {
+        double db = psnr(got + i * frame, want + i * frame, frame);
+        if (c->min_psnr == 0 && db != INFINITY)
+            fail_msg("%s is lossless, but decoded frame %d differs from its input (%.2f dB)", c->codec, i, db);
+        if (db < c->min_psnr)
+            fail_msg("%s: decoded frame %d is %.2f dB from its input, below the floor of %.0f dB", c->codec, i, db,
+                     c->min_psnr);
+        worst = MIN(worst, db);
+        sum += isinf(db) ? 0 : db;
+    }
+    if (c->min_psnr > 0)
+        printf("%s: PSNR worst frame %.2f dB, mean %.2f dB (floor %.0f)\n", c->codec, worst, sum / 30, c->min_psnr);
+    g_free(got);
+    g_free(want);
+}
+
 static void test_codec(void **state)
 {
     const codec_case *c = *state;
     char *path = out_path(c->file);
+    char *ref = g_strdup_printf("%s/enc-%s-input.nut", scratch(), c->codec);
     remove_outputs(path);
-    char *text = g_strdup_printf("testsrc num-buffers=30 pattern=gradient ! %s ! encode codec=%s ! sink location=%s",
-                                 c->before, c->codec, path);
+    // A checkerboard moving a pixel a frame: sharp edges for the encoder,
+    // and any frame decoded out of place is far from its own input.
+    char *text = g_strdup_printf("testsrc num-buffers=30 pattern=checkers ! %s ! tee name=t "
+                                 "t. ! queue ! encode codec=%s ! sink location=%s "
+                                 "t. ! queue ! encode codec=rawvideo ! sink location=%s",
+                                 c->before, c->codec, path, ref);
     long live0 = reel_buffer_get_stats().live;
     char *msg = NULL;
     int rc = run(text, &msg);
@@ -200,7 +272,10 @@ static void test_codec(void **state)
     char *stream = probe_stream(path);
     assert_string_equal(stream, c->want_stream);
     g_free(stream);
+    check_pixels(c, path, ref);
     remove_outputs(path);
+    g_unlink(ref);
+    g_free(ref);
     g_free(path);
     g_free(text);
 }
@@ -465,6 +540,19 @@ static void test_size_change_fails_clearly(void **state)
                      0);
 }
 
+static int count_lines(const char *path)
+{
+    char *text = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &text, &len, NULL))
+        return 0;
+    int n = 0;
+    for (gsize i = 0; i < len; i++)
+        n += text[i] == '\n';
+    g_free(text);
+    return n;
+}
+
 // Ctrl-C on the CLI: exit 0, and the mp4 holds every frame the summary counts.
 static void test_interrupt_keeps_a_playable_file(void **state)
 {
@@ -473,17 +561,30 @@ static void test_interrupt_keeps_a_playable_file(void **state)
     if (!bin)
         reel_skip("REEL_BIN is not set (ctest sets it)");
     char *mp4 = out_path("enc-interrupt.mp4"), *log = out_path("enc-interrupt.log");
+    char *lines = out_path("enc-interrupt.jsonl");
     g_unlink(mp4);
+    g_unlink(lines);
+    // metasink beside the encoder writes a whole line per frame as it goes:
+    // what the test waits on before the signal.
     char *desc = g_strdup_printf("testsrc is-live=true framerate=100 ! video/raw,format=yuv420p,width=160,height=120 "
-                                 "! encode codec=h264 preset=ultrafast ! sink location=%s",
-                                 mp4);
+                                 "! tee name=t t. ! queue ! encode codec=h264 preset=ultrafast ! sink location=%s "
+                                 "t. ! queue ! metasink location=%s",
+                                 mp4, lines);
     // exec through sh only to send stderr to a file: the signal reaches reel.
     const char *argv[] = { "/bin/sh", "-c", "exec \"$0\" run \"$1\" 2>\"$2\"", bin, desc, log, NULL };
     GPid pid;
     GError *err = NULL;
     if (!g_spawn_async(NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &err))
         fail_msg("cannot run %s: %s", bin, err->message);
-    g_usleep(1000000);
+    // Lines exist once the pipeline runs, after reel handles SIGINT.
+    int64_t deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (count_lines(lines) < 20) {
+        if (g_get_monotonic_time() > deadline) {
+            kill(pid, SIGKILL);
+            fail_msg("fewer than 20 frames after 60 s");
+        }
+        g_usleep(10000);
+    }
     kill(pid, SIGINT);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -496,13 +597,15 @@ static void test_interrupt_keeps_a_playable_file(void **state)
     if (!done)
         fail_msg("no summary line in: %s", text);
     int frames = atoi(done + strlen("done: "));
-    assert_true(frames > 10);
+    assert_true(frames >= 20);
     assert_int_equal(probe_frames(mp4), frames);
     g_free(text);
     g_unlink(mp4);
     g_unlink(log);
+    g_unlink(lines);
     g_free(mp4);
     g_free(log);
+    g_free(lines);
     g_free(desc);
 }
 

@@ -3,9 +3,14 @@
 //   nats_tail URL SUBJECT COUNT SILENCE_MS   prints "SUBJECT DATA" per message, one a line,
 //                                            until COUNT (0: no limit) or SILENCE_MS without one
 //   nats_tail URL --stream-count STREAM      prints how many messages a JetStream stream holds
+//   nats_tail URL --stream-age STREAM        prints its messages' maximum age in ms (0: none)
+//   nats_tail URL --stream-add STREAM SUBJ   makes a file-stored stream that keeps SUBJ's messages
+//   nats_tail URL --stream-dump STREAM       prints "SUBJECT DATA" per message it holds, oldest first
 //
 // It prints "ready" on standard error once subscribed. Exit 0, or 1 on an error.
 #include <nats/nats.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +21,7 @@ static int fail(const char *what, natsStatus s)
     return 1;
 }
 
-static int stream_count(natsConnection *nc, const char *stream)
+static int stream_info(natsConnection *nc, const char *stream, bool age)
 {
     jsCtx *js = NULL;
     jsStreamInfo *si = NULL;
@@ -25,10 +30,56 @@ static int stream_count(natsConnection *nc, const char *stream)
     if (s == NATS_OK)
         s = js_GetStreamInfo(&si, js, stream, NULL, &jerr);
     if (s == NATS_OK)
-        printf("%llu\n", (unsigned long long)si->State.Msgs);
+        printf("%llu\n", age ? (unsigned long long)(si->Config->MaxAge / 1000000)
+                             : (unsigned long long)si->State.Msgs);
     jsStreamInfo_Destroy(si);
     jsCtx_Destroy(js);
     return s == NATS_OK ? 0 : fail("stream info", s);
+}
+
+static int stream_add(natsConnection *nc, const char *stream, const char *subject)
+{
+    jsCtx *js = NULL;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    const char *subjects[] = { subject };
+    jsStreamConfig cfg;
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = stream;
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    cfg.Storage = js_FileStorage;
+    natsStatus s = natsConnection_JetStream(&js, nc, NULL);
+    if (s == NATS_OK)
+        s = js_AddStream(&si, js, &cfg, NULL, &jerr);
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    return s == NATS_OK ? 0 : fail("add stream", s);
+}
+
+static int stream_dump(natsConnection *nc, const char *stream)
+{
+    jsCtx *js = NULL;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = natsConnection_JetStream(&js, nc, NULL);
+    if (s == NATS_OK)
+        s = js_GetStreamInfo(&si, js, stream, NULL, &jerr);
+    uint64_t first = s == NATS_OK ? si->State.FirstSeq : 1, last = s == NATS_OK ? si->State.LastSeq : 0;
+    for (uint64_t seq = first; s == NATS_OK && seq > 0 && seq <= last; seq++) {
+        natsMsg *m = NULL;
+        s = js_GetMsg(&m, js, stream, seq, NULL, &jerr);
+        if (s == NATS_NOT_FOUND) { // a gap in the sequence: none here
+            s = NATS_OK;
+            continue;
+        }
+        if (s == NATS_OK)
+            printf("%s %.*s\n", natsMsg_GetSubject(m), natsMsg_GetDataLength(m), natsMsg_GetData(m));
+        natsMsg_Destroy(m);
+    }
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    return s == NATS_OK ? 0 : fail("read stream", s);
 }
 
 static int tail(natsConnection *nc, const char *subject, long count, long silence_ms)
@@ -59,8 +110,10 @@ static int tail(natsConnection *nc, const char *subject, long count, long silenc
 
 int main(int argc, char **argv)
 {
-    if (argc < 4 || (strcmp(argv[2], "--stream-count") != 0 && argc < 5)) {
-        fprintf(stderr, "usage: nats_tail URL SUBJECT COUNT SILENCE_MS | URL --stream-count STREAM\n");
+    const char *mode = argc > 2 && strncmp(argv[2], "--stream-", 9) == 0 ? argv[2] : NULL;
+    if (argc < 4 || (!mode && argc < 5) || (mode && strcmp(mode, "--stream-add") == 0 && argc < 5)) {
+        fprintf(stderr, "usage: nats_tail URL SUBJECT COUNT SILENCE_MS | URL --stream-count|--stream-age|"
+                        "--stream-dump STREAM | URL --stream-add STREAM SUBJECT\n");
         return 2;
     }
     // Back soon after a server restarts: what is published meanwhile is lost to it.
@@ -78,8 +131,17 @@ int main(int argc, char **argv)
     natsOptions_Destroy(opts);
     if (s != NATS_OK)
         return fail("connect", s);
-    int rc = strcmp(argv[2], "--stream-count") == 0 ? stream_count(nc, argv[3])
-                                                     : tail(nc, argv[2], atol(argv[3]), atol(argv[4]));
+    int rc;
+    if (!mode)
+        rc = tail(nc, argv[2], atol(argv[3]), atol(argv[4]));
+    else if (strcmp(mode, "--stream-count") == 0 || strcmp(mode, "--stream-age") == 0)
+        rc = stream_info(nc, argv[3], strcmp(mode, "--stream-age") == 0);
+    else if (strcmp(mode, "--stream-add") == 0)
+        rc = stream_add(nc, argv[3], argv[4]);
+    else if (strcmp(mode, "--stream-dump") == 0)
+        rc = stream_dump(nc, argv[3]);
+    else
+        rc = fail(mode, NATS_INVALID_ARG);
     natsConnection_Destroy(nc);
     nats_Close();
     return rc;

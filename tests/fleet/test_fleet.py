@@ -6,11 +6,17 @@ program (run, worker, submit, jobs); nats_tail reads subjects and streams.
 usage: test_fleet.py REEL NATS_TAIL CASE
   natssink    one message per frame, in order per stream, each the JSON metasink writes
   jetstream   natssink jetstream=true: every message stored in the stream; no server: a clear error
-  reconnect   natssink while its server restarts: the run goes on, messages still come, in order
+  reconnect   natssink while its server restarts: the run goes on; every frame published while the
+              server was away is held and delivered, in order; only frames in flight on the old
+              connection (before the library saw it drop) may be lost
   batch       ten file jobs across three workers: each run exactly once, every output playable
   kill        a worker killed during a file job: another finishes it; no half file under the final name
   live        a camera job outlives its worker: another takes it and metadata keeps coming
   badjob      a description that does not parse fails at once, recorded; the next job runs
+  maxdeliver  a job that keeps failing runs exactly --max-deliver times, then is recorded failed
+  abort       a second SIGTERM aborts a running file job: handed back, not acknowledged; rerun elsewhere
+  health      health reports on reel.workers.NAME and in REEL_WORKERS: jobs, frames, frames/s, device
+  expiry      a worker that stops reporting: its REEL_WORKERS entry goes once the bucket's age passes
 Exit 77 (skip) without nats-server or ffmpeg."""
 import json
 import os
@@ -20,7 +26,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import fail, skip, free_port, wait_for, read, two_streams  # noqa: E402
@@ -57,6 +62,10 @@ class Server:
                 return self.proc.poll() is not None and fail(f"nats-server exited: {read(self.log)}")
         wait_for("nats-server", up, 15)
 
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+
 
 class Tail:
     """nats_tail on a subject, in the background."""
@@ -76,6 +85,22 @@ class Tail:
         return self.messages()
 
 
+def tail_tool(url, *args):
+    r = subprocess.run([TAIL, url, *args], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"nats_tail {' '.join(args)}: {r.stderr}")
+    return r.stdout
+
+
+def stored(url, stream):
+    """How many messages a JetStream stream holds."""
+    return int(tail_tool(url, "--stream-count", stream))
+
+
+def lines(path):
+    return read(path).count("\n")
+
+
 def reel(*args, timeout=60):
     return subprocess.run([REEL, *args], capture_output=True, text=True, timeout=timeout)
 
@@ -89,6 +114,24 @@ def jobs(url):
 
 def states(url):
     return {j["id"]: j for j in jobs(url)["jobs"]}
+
+
+def workers(url):
+    """Each worker's last health report, as REEL_WORKERS holds it."""
+    return {w["name"]: w for w in jobs(url)["workers"]}
+
+
+def job_frames(url, name, job):
+    """Frames of `job` in worker `name`'s last report (0: not there)."""
+    for j in workers(url).get(name, {}).get("jobs", []):
+        if j["id"] == job:
+            return j["frames"]
+    return 0
+
+
+def job_log(p, job):
+    """Worker p's log lines about `job`, without the "reel worker NAME: " prefix."""
+    return [l.split(": ", 1)[1] for l in read(p.log).splitlines() if f": job {job} (" in l]
 
 
 def submit(url, *args):
@@ -170,22 +213,57 @@ def case_jetstream(tmp):
 
 
 def case_reconnect(tmp):
+    # The messages go to a JetStream stream, not to a subscriber: a subscriber
+    # reconnects on its own schedule and would miss what natssink sends first,
+    # while the restarted server restores the stream before it takes clients.
     srv = Server(tmp)
-    tail = Tail(tmp, srv.url, "reel.meta.>", 3000)
-    run = spawn([REEL, "run", f"testsrc num-buffers=120 is-live=true ! video/raw,width=64,height=48 "
-                              f"! natssink url={srv.url}"], os.path.join(tmp, "run.log"))
-    wait_for("frames before the restart", lambda: len(tail.messages()) >= 20, 20)
-    srv.proc.terminate()
-    srv.proc.wait(10)
-    before = len(tail.messages())
-    time.sleep(0.5)
+    tail_tool(srv.url, "--stream-add", "CAPTURE", "reel.meta.>")
+    # metasink beside natssink tells how far the run is: the two sinks are at
+    # most a link or two apart (8 buffers a link), SLACK frames with margin.
+    n, slack = 250, 24
+    seen = os.path.join(tmp, "seen.jsonl")
+    log = os.path.join(tmp, "run.log")
+    run = spawn([REEL, "run", f"testsrc num-buffers={n} is-live=true framerate=50 ! video/raw,width=64,height=48 "
+                              f"! tee name=t ! natssink url={srv.url} t. ! metasink location={seen}"], log)
+    wait_for("frames before the stop", lambda: stored(srv.url, "CAPTURE") >= 20, 20, every=0.2)
+    srv.stop()
+    # Listening on the server's port: natssink's first reconnection attempt
+    # shows its library knows the connection is gone, and from then on holds
+    # what is published.
+    with socket.socket() as lis:
+        lis.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lis.bind(("127.0.0.1", srv.port))
+        lis.listen()
+        lis.settimeout(30)
+        try:
+            lis.accept()[0].close()
+        except socket.timeout:
+            fail(f"natssink did not try to reconnect: {read(log)}")
+        held_from = lines(seen) + slack
+        wait_for("frames published while the server is away", lambda: lines(seen) >= held_from + slack + 10, 30)
+        held_to = lines(seen) - slack  # published before the server is back
     srv.start()
-    if run.wait(30) != 0:
-        fail(f"reel run: {read(os.path.join(tmp, 'run.log'))}")
-    frames = [d["frame"] for _, d in tail.wait()]
-    if frames != sorted(set(frames)) or frames[-1] != 119 or len(frames) <= before:
-        fail(f"{len(frames)} frames, {before} before the restart: {frames}")
-    print(f"reconnect: {before} frames before the restart, {len(frames)} in all, in order, the last one 119")
+    if run.wait(60) != 0:
+        fail(f"reel run: {read(log)}")
+    msgs = [(l.split(" ", 1)[0], json.loads(l.split(" ", 1)[1])) for l in
+            tail_tool(srv.url, "--stream-dump", "CAPTURE").splitlines()]
+    frames = [d["frame"] for _, d in msgs]
+    keys = ["stream", "frame", "pts", "width", "height", "detections", "classifications"]
+    if any(subject != "reel.meta.0" or list(d) != keys or d["stream"] != 0 for subject, d in msgs):
+        fail(f"messages not one frame's JSON on reel.meta.0: {msgs[:3]}")
+    if frames != sorted(set(frames)) or not frames or frames[-1] != n - 1:
+        fail(f"frames out of order, repeated or short of {n - 1}: {frames}")
+    lost = sorted(set(range(n)) - set(frames))
+    # What is lost went out on the old connection: one run of frames, all
+    # published before the library saw the connection drop.
+    if lost and (lost != list(range(lost[0], lost[-1] + 1)) or lost[-1] >= held_from):
+        fail(f"frames lost {lost}; every frame from {held_from} on was published after the library "
+             f"noticed the lost server and should have been held")
+    if not set(range(held_from, held_to)) <= set(frames):
+        fail(f"frames held while the server was away ({held_from}..{held_to - 1}) missing")
+    print(f"reconnect: frames {held_from}..{held_to - 1} published while the server was away, all delivered; "
+          f"{len(frames)} of {n} stored in order; lost at the stop (in flight on the old connection): "
+          f"{len(lost)} {lost}")
 
 
 def case_batch(tmp):
@@ -197,7 +275,7 @@ def case_batch(tmp):
                   f"dir={out}") for _ in range(10)]
     if len(set(ids)) != 10:
         fail(f"job ids not unique: {ids}")
-    wait_for("ten jobs done", lambda: all(states(srv.url).get(i, {}).get("state") == "done" for i in ids), 40)
+    wait_for("ten jobs done", lambda: all(states(srv.url).get(i, {}).get("state") == "done" for i in ids), 90)
     for w in workers:
         stop(w)
     logs = [w.log for w in workers]
@@ -226,7 +304,7 @@ def case_kill(tmp):
     final = os.path.join(out, f"{job}.mp4")
     wait_for("the job to start on a", lambda: os.path.exists(final + ".part"), 20)
     b = worker(tmp, srv.url, "b")
-    time.sleep(0.5)
+    wait_for("a midway through the job", lambda: job_frames(srv.url, "a", job) >= 20, 20)
     a.kill()
     a.wait()
     if os.path.exists(final):
@@ -286,12 +364,151 @@ def case_badjob(tmp):
     st = states(srv.url)[bad]
     if st["state"] != "failed" or "nosuchelement" not in st["error"] or st["attempts"] != 1:
         fail(f"bad job: {st}")
-    time.sleep(1.5)  # past the retry delay: a retried job would be back
+    # Terminated, not handed back: the queue holds no message a retry could come from.
+    wait_for("the queue empty", lambda: stored(srv.url, "REEL_JOBS") == 0, 20, every=0.2)
     stop(w)
     runs = sum(1 for line in read(w.log).splitlines() if f"job {bad} (" in line and line.endswith(": running"))
     if runs != 1:
         fail(f"the bad job ran {runs} times")
     print(f"badjob: failed at once with: {st['error'].splitlines()[0]}")
+
+
+def case_maxdeliver(tmp):
+    srv = Server(tmp)
+    w = worker(tmp, srv.url, "w", "--max-deliver", "4")
+    job = submit(srv.url, "testsrc num-buffers=10 ! identity error-after=3 ! fakesink")
+    wait_for("the job failed for good", lambda: states(srv.url).get(job, {}).get("state") == "failed", 60)
+    st = states(srv.url)[job]
+    if st["attempts"] != 4 or not st["error"].startswith("gave up after 4 attempts: "):
+        fail(f"state {st}, wanted failed after 4 attempts")
+    # Terminated on the fourth failure: nothing left for a fifth delivery.
+    wait_for("the queue empty", lambda: stored(srv.url, "REEL_JOBS") == 0, 20, every=0.2)
+    stop(w)
+    want = [f"job {job} (file, attempt {i}): running" for i in (1, 2, 3, 4)]
+    got = [l for l in job_log(w, job) if l.endswith(": running")]
+    retried = [l for l in job_log(w, job) if ": failed, to be retried: " in l]
+    if got != want or len(retried) != 3:
+        fail(f"runs {got}, {len(retried)} retried; wanted {want} and 3 retried")
+    print(f"maxdeliver: 4 attempts, then failed: {st['error'].splitlines()[0]}")
+
+
+def case_abort(tmp):
+    srv = Server(tmp)
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    a = worker(tmp, srv.url, "a")
+    n = 300
+    job = submit(srv.url, CLIP.format(n=n, live="is-live=true framerate=50") + f" ! sink location={out}/{{job}}.mp4")
+    final = os.path.join(out, f"{job}.mp4")
+    wait_for("the job under way on a", lambda: job_frames(srv.url, "a", job) >= 10, 20)
+    a.send_signal(signal.SIGTERM)
+    wait_for("a draining", lambda: "finishing file jobs" in read(a.log), 10)
+
+    def draining_frames():
+        w = workers(srv.url).get("a", {})
+        return w.get("draining") and next((j["frames"] for j in w["jobs"] if j["id"] == job), 0)
+
+    # The first signal lets the file job go on.
+    at = wait_for("a draining report", draining_frames, 10)
+    wait_for("the job going on after the first SIGTERM", lambda: job_frames(srv.url, "a", job) >= at + 10, 20)
+    if states(srv.url)[job]["state"] != "running":
+        fail(f"after the first SIGTERM: {states(srv.url)[job]}")
+    a.send_signal(signal.SIGTERM)
+    rc = a.wait(30)
+    if rc != 0 or "aborting every job" not in read(a.log):
+        fail(f"worker a: exit {rc}, {read(a.log)}")
+    lines_a = job_log(a, job)
+    if lines_a[-1:] != [f"job {job} (file, attempt 1): released"] or any(": done" in l for l in lines_a):
+        fail(f"a's log about the job: {lines_a}")
+    st = states(srv.url)[job]
+    if st["state"] != "queued" or st["error"] != "released by a stopping worker" or st["attempts"] != 1:
+        fail(f"after the second SIGTERM: {st}")
+    # Not acknowledged: the job is still in the queue.
+    if stored(srv.url, "REEL_JOBS") != 1:
+        fail(f"the queue holds {stored(srv.url, 'REEL_JOBS')} jobs, wanted 1")
+    left = frames_of(final) if os.path.exists(final) else None
+    b = worker(tmp, srv.url, "b")
+    wait_for("the job done on b", lambda: states(srv.url)[job]["state"] == "done", 60)
+    st = states(srv.url)[job]
+    if st["worker"] != "b" or st["attempts"] != 2:
+        fail(f"state {st}, wanted done by b on attempt 2")
+    stop(b)
+    got = frames_of(final)
+    if got != n or stored(srv.url, "REEL_JOBS") != 0:
+        fail(f"{final}: {got} frames (wanted {n}), queue {stored(srv.url, 'REEL_JOBS')}")
+    print(f"abort: handed back after the second SIGTERM (left under the final name: "
+          f"{'nothing' if left is None else f'{left} frames'}), then {n} frames on b")
+
+
+def case_health(tmp):
+    srv = Server(tmp)
+    tail = Tail(tmp, srv.url, "reel.workers.a", 15000, name="health")
+    a = worker(tmp, srv.url, "a")
+    job = submit(srv.url, "testsrc num-buffers=150 is-live=true ! video/raw,width=64,height=48 ! fakesink")
+    keys = ["name", "device", "draining", "max_jobs", "jobs_running", "jobs_done", "jobs_failed", "jobs", "updated"]
+
+    def with_job():
+        return [d for _, d in tail.messages() if d.get("jobs") and d["jobs"][0]["frames"] > 0]
+    wait_for("three reports with the job running", lambda: len(with_job()) >= 3, 30)
+    wait_for("a report with the job done", lambda: any(d.get("jobs_done") == 1 for _, d in tail.messages()), 30)
+
+    # Published, then kept: the bucket may lag the subject by a report.
+    def kept_after():
+        w = workers(srv.url).get("a")
+        return w if w and w["jobs_done"] == 1 else None
+    kept = wait_for("REEL_WORKERS to hold a report after the job", kept_after, 20)
+    msgs = tail.messages()
+    for subject, d in msgs:
+        if subject != "reel.workers.a" or list(d) != keys:
+            fail(f"a report on {subject}: keys {list(d)}, wanted {keys}")
+        if (d["name"], d["device"], d["draining"], d["max_jobs"]) != ("a", "cpu", False, 1):
+            fail(f"report {d}")
+        if d["jobs_running"] != len(d["jobs"]) or d["jobs_failed"] != 0:
+            fail(f"report {d}")
+        for j in d["jobs"]:
+            if list(j) != ["id", "kind", "attempt", "frames", "fps"] or (j["id"], j["kind"], j["attempt"]) != \
+                    (job, "file", 1):
+                fail(f"job in a report: {j}")
+    running = with_job()
+    frames = [d["jobs"][0]["frames"] for d in running]
+    if frames != sorted(frames) or frames[-1] > 150:
+        fail(f"frames across reports: {frames}")
+    # frames/s since the previous report: what the frame counts and times of
+    # two reports say (loosely: each report reads its clock and its frames
+    # at slightly different moments).
+    for r0, r1 in zip(running, running[1:]):
+        f0, f1 = r0["jobs"][0]["frames"], r1["jobs"][0]["frames"]
+        expect = (f1 - f0) / max(r1["updated"] - r0["updated"], 0.001)
+        if abs(r1["jobs"][0]["fps"] - expect) > 0.5 * expect + 3:
+            fail(f"{r1['jobs'][0]['fps']} frames/s reported, {f1 - f0} frames in "
+                 f"{r1['updated'] - r0['updated']:.3f} s between two reports")
+    # The bucket keeps a report that was also published.
+    wait_for("the kept report among the published ones", lambda: any(d == kept for _, d in tail.messages()), 20)
+    if kept["jobs_done"] != 1 or kept["jobs"]:
+        fail(f"REEL_WORKERS holds {kept} after the job")
+    stop(a)
+    # A worker that stops cleanly takes its entry with it.
+    if "a" in workers(srv.url):
+        fail(f"a's entry outlived its clean stop: {workers(srv.url)}")
+    print(f"health: {len(msgs)} reports, {len(running)} with the job (frames {frames[0]}..{frames[-1]}, "
+          f"{running[-1]['jobs'][0]['fps']} frames/s); REEL_WORKERS held the last, gone at the stop")
+
+
+def case_expiry(tmp):
+    srv = Server(tmp)
+    a = worker(tmp, srv.url, "a")  # the first to open the bucket: entries live 3 of its periods (500 ms)
+    b = worker(tmp, srv.url, "b")
+    wait_for("both workers' entries", lambda: {"a", "b"} <= set(workers(srv.url)), 20)
+    age = int(tail_tool(srv.url, "--stream-age", "KV_REEL_WORKERS"))
+    if age != 1500:
+        fail(f"REEL_WORKERS keeps an entry {age} ms, wanted 3 x 500 ms")
+    a.kill()  # no clean stop: its entry stays until it is too old
+    a.wait()
+    wait_for("a's entry gone", lambda: "a" not in workers(srv.url), 30, every=0.2)
+    # b still reports: its entry stays.
+    wait_for("b's entry", lambda: "b" in workers(srv.url), 10)
+    stop(b)
+    print(f"expiry: a killed, its entry gone after at least {age} ms; b's kept while it reports")
 
 
 def main():

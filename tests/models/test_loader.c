@@ -1,7 +1,8 @@
 // The ONNX loader, IR and graph passes: every model of ONNX's conformance
 // data loads or fails cleanly, every test tensor reads, a corpus of bad
 // models fails with messages naming the culprit, and the passes rewrite
-// small models made by make_models.py (REEL_TEST_MODELS names its output).
+// small models made by make_models.py (REEL_TEST_MODELS names its output);
+// sessions refuse precision=fp16 on the cpu, without any Vulkan device.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +18,9 @@
 #include "models/onnx/load.h"
 #include "models/op.h"
 #include "models/passes.h"
+#include "reel/device.h"
 #include "reel/error.h"
+#include "reel/model.h"
 #include "tests/support/skip.h"
 
 #define TESTDATA "/usr/share/libonnx-testdata/data/node"
@@ -534,6 +537,39 @@ static void test_shape_chain_folds(void **state)
     g_free(p);
 }
 
+// fp16 needs a GPU with 16-bit float support: no session on the cpu,
+// whether it is named as the device or none is, and no fallback to fp32.
+static void test_fp16_refused_on_the_cpu(void **state)
+{
+    (void)state;
+    NEED_MODELS(dir);
+    char *p = model_path(dir, "chain.onnx");
+    GError *e = NULL;
+    reel_model *m = reel_model_load(p, &e);
+    if (!m)
+        fail_msg("%s", e->message);
+    reel_device *cpu = reel_device_open("cpu", &e);
+    if (!cpu)
+        fail_msg("%s", e->message);
+    reel_device *devices[] = { NULL, cpu };
+    for (size_t i = 0; i < G_N_ELEMENTS(devices); i++) {
+        reel_session *s =
+            reel_session_new(m, reel_session_params(.device = devices[i], .precision = REEL_PRECISION_FP16), &e);
+        assert_null(s);
+        assert_non_null(e);
+        assert_int_equal(e->code, REEL_EUNSUPPORTED);
+        assert_string_equal(e->message, "precision=fp16 needs a GPU with 16-bit float support; cpu has none");
+        g_clear_error(&e);
+        // The same model and device at fp32 make a session: the refusal is the precision's.
+        s = reel_session_new(m, reel_session_params(.device = devices[i]), &e);
+        assert_non_null(s);
+        reel_session_destroy(&s);
+    }
+    reel_device_unref(&cpu);
+    reel_model_unref(&m);
+    g_free(p);
+}
+
 static void test_tensor_count(void **state)
 {
     (void)state;
@@ -568,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_conv_silu_hardswish),
         cmocka_unit_test(test_shape_chain_folds),
         cmocka_unit_test(test_conv_add_relu),
+        cmocka_unit_test(test_fp16_refused_on_the_cpu),
     };
     return reel_run_tests(tests, NULL, NULL);
 }

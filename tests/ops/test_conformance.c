@@ -1,10 +1,17 @@
 // The ONNX operator tests of Debian's libonnx-testdata: every case directory
 // is loaded with reel_model_load, each test_data_set run with
-// reel_session_run and compared with the expected outputs. Cases of ops reel
-// does not support (load fails with REEL_EUNSUPPORTED) are skipped; a case
-// of a supported op that fails fails the test unless it is a known exclusion.
+// reel_session_run and compared with the expected outputs. The cases that
+// pass are committed in conformance_passing.txt (REEL_CONFORMANCE_LIST), so
+// an op that breaks fails instead of turning into a skip: a listed case must
+// pass; a case that passes must be listed; with REEL_CONFORMANCE_DEVICE
+// (vulkan:0) a case marked "device" must place nodes there and an unmarked
+// one none. Unlisted cases of ops reel does not support (load fails with
+// REEL_EUNSUPPORTED) are skipped; an unlisted case of a supported op that
+// fails fails the test unless it is a known exclusion.
 //
 // usage: test_conformance [SUBSTRING]   (only the cases whose name has it)
+//        test_conformance --update      (rewrites the list: the cases that
+//                                        pass on the cpu and on vulkan:0)
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,19 +24,8 @@
 
 #define DATA_DIR "/usr/share/libonnx-testdata/data/node"
 
-// Supported ops whose cases cannot pass yet.
+// Supported ops whose cases cannot pass yet, with the reason (none today).
 static const struct { const char *name, *reason; } exclusions[] = {
-    // Not nn ops (models/cpu/ is shared by three people; these belong to the
-    // elementwise/shape/reduce part): listed so the runner stays green and
-    // the reason stays visible.
-    { "test_logsoftmax_large_number", "LogSoftmax loses float32 precision on inputs near 1e4 (x - (max + log sum) "
-                                      "instead of (x - max) - log sum): 2.4e-4 absolute off" },
-    { "test_training_dropout", "Dropout with training_mode=true is rejected at load with REEL_EINVAL, not REEL_EUNSUPPORTED" },
-    { "test_training_dropout_default", "as test_training_dropout" },
-    { "test_training_dropout_default_mask", "as test_training_dropout" },
-    { "test_training_dropout_mask", "as test_training_dropout" },
-    { "test_training_dropout_zero_ratio", "as test_training_dropout" },
-    { "test_training_dropout_zero_ratio_mask", "as test_training_dropout" },
     { NULL, NULL },
 };
 
@@ -113,13 +109,11 @@ static const char *compare(const reel_buffer *got, const reel_tensor *want, doub
 
 typedef enum { R_PASS, R_FAIL, R_SKIP } result;
 
-// $REEL_CONFORMANCE_DEVICE (e.g. vulkan:0): the cases run there, each node
-// with a kernel on the device, the rest on the cpu.
-static reel_device *device;
-static int on_device; // cases with at least one node on the device
-
-static result run_case(const char *name, char *why, size_t len)
+// One case on `device` (NULL: the cpu); *device_nodes: the nodes a passing
+// case placed there.
+static result run_case(const char *name, reel_device *device, int *device_nodes, char *why, size_t len)
 {
+    *device_nodes = 0;
     g_autofree char *dir = g_build_filename(DATA_DIR, name, NULL);
     g_autofree char *path = g_build_filename(dir, "model.onnx", NULL);
     GError *error = NULL;
@@ -192,7 +186,7 @@ static result run_case(const char *name, char *why, size_t len)
     reel_session_placement p;
     if (s && r == R_PASS) {
         reel_session_placement_of(s, &p);
-        on_device += p.device_nodes > 0;
+        *device_nodes = p.device_nodes;
     }
     g_free(in);
     g_free(out);
@@ -201,16 +195,105 @@ static result run_case(const char *name, char *why, size_t len)
     return r;
 }
 
+
 static gint by_name(gconstpointer a, gconstpointer b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+// ---- the committed list of passing cases ----------------------------------------
+
+#define UPDATE_HOW "test_conformance --update rewrites the list"
+
+// A listed case, and whether a Vulkan session places nodes of it on the device.
+enum { LISTED = 1, LISTED_DEVICE = 2 };
+
+static const char list_header[] =
+    "# The ONNX conformance cases (libonnx-testdata) that pass today, one per line;\n"
+    "# \"device\": with a Vulkan session, nodes of the case run on the device.\n"
+    "# test_conformance fails when a listed case does not pass (on the cpu, or\n"
+    "# with REEL_CONFORMANCE_DEVICE=vulkan:0), when a case passes unlisted, or\n"
+    "# when a case's placement differs from its mark. After adding an op:\n"
+    "#   build/tests/test_conformance --update   (needs a Vulkan device)\n";
+
+// name -> LISTED or LISTED_DEVICE; NULL (with a message) when unreadable.
+static GHashTable *read_list(const char *path)
+{
+    g_autofree char *text = NULL;
+    GError *error = NULL;
+    if (!g_file_get_contents(path, &text, NULL, &error)) {
+        printf("FAIL: %s\n", error->message);
+        g_error_free(error);
+        return NULL;
+    }
+    GHashTable *list = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (int i = 0; lines[i]; i++) {
+        char name[256], mark[16], extra[2];
+        int n = sscanf(lines[i], "%255s %15s %1s", name, mark, extra);
+        if (n < 1 || name[0] == '#')
+            continue;
+        if (n > 2 || (n == 2 && strcmp(mark, "device"))) {
+            printf("FAIL: %s:%d: expected NAME or NAME device\n", path, i + 1);
+            g_hash_table_destroy(list);
+            return NULL;
+        }
+        g_hash_table_insert(list, g_strdup(name), GINT_TO_POINTER(n == 2 ? LISTED_DEVICE : LISTED));
+    }
+    return list;
+}
+
+// --update: every case on the cpu and on `spec`; the cases that pass on both
+// are written to the list, marked where nodes ran on the device. Nothing is
+// written when a case passes on the cpu but not on the device.
+static int update(GPtrArray *names, const char *spec)
+{
+    GError *error = NULL;
+    reel_device *dev = reel_device_open(spec, &error);
+    if (!dev) {
+        printf("FAIL: --update marks the cases that run on a Vulkan device: %s\n", error->message);
+        g_error_free(error);
+        return 1;
+    }
+    GString *out = g_string_new(list_header);
+    int pass = 0, marked = 0, fail = 0;
+    for (guint i = 0; i < names->len; i++) {
+        const char *name = names->pdata[i];
+        char why[1024] = "";
+        int nodes;
+        if (run_case(name, NULL, &nodes, why, sizeof why) != R_PASS)
+            continue;
+        if (run_case(name, dev, &nodes, why, sizeof why) != R_PASS) {
+            printf("FAIL %s: passes on the cpu, not on %s: %s\n", name, spec, why);
+            fail++;
+            continue;
+        }
+        pass++;
+        marked += nodes > 0;
+        g_string_append_printf(out, "%s%s\n", name, nodes > 0 ? " device" : "");
+    }
+    if (!fail && !g_file_set_contents(REEL_CONFORMANCE_LIST, out->str, (gssize)out->len, &error)) {
+        printf("FAIL: %s\n", error->message);
+        g_clear_error(&error);
+        fail++;
+    }
+    if (!fail)
+        printf("%s: %d passing cases, %d of them with nodes on %s\n", REEL_CONFORMANCE_LIST, pass, marked, spec);
+    else
+        printf("%s not written\n", REEL_CONFORMANCE_LIST);
+    g_string_free(out, TRUE);
+    reel_device_unref(&dev);
+    return fail ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    bool updating = argc > 1 && strcmp(argv[1], "--update") == 0;
+    const char *filter = argc > 1 && !updating ? argv[1] : NULL;
     const char *spec = g_getenv("REEL_CONFORMANCE_DEVICE");
     GError *error = NULL;
-    if (spec && !(device = reel_device_open(spec, &error))) {
+    reel_device *device = NULL;
+    if (!updating && spec && !(device = reel_device_open(spec, &error))) {
         printf("SKIP: %s\n", error->message);
         g_error_free(error);
         return 77;
@@ -218,23 +301,57 @@ int main(int argc, char **argv)
     GDir *d = g_dir_open(DATA_DIR, 0, NULL);
     if (!d) {
         printf("SKIP: %s is missing (install libonnx-testdata)\n", DATA_DIR);
+        reel_device_unref(&device);
         return 77;
     }
     GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
     for (const char *e; (e = g_dir_read_name(d));)
-        if (argc < 2 || strstr(e, argv[1]))
+        if (!filter || strstr(e, filter))
             g_ptr_array_add(names, g_strdup(e));
     g_dir_close(d);
     g_ptr_array_sort(names, by_name);
-    int pass = 0, fail = 0, skip = 0, excl = 0;
+    if (updating) {
+        int rc = update(names, spec ? spec : "vulkan:0");
+        g_ptr_array_free(names, TRUE);
+        return rc;
+    }
+    GHashTable *list = read_list(REEL_CONFORMANCE_LIST);
+    if (!list) {
+        reel_device_unref(&device);
+        g_ptr_array_free(names, TRUE);
+        return 1;
+    }
+    int pass = 0, fail = 0, skip = 0, excl = 0, on_device = 0;
+    GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
     for (guint i = 0; i < names->len; i++) {
         const char *name = names->pdata[i];
         char why[1024] = "";
-        result r = run_case(name, why, sizeof why);
+        int nodes;
+        result r = run_case(name, device, &nodes, why, sizeof why);
         const char *reason = excluded(name);
+        int listed = GPOINTER_TO_INT(g_hash_table_lookup(list, name));
+        g_hash_table_add(seen, (gpointer)name);
         if (r == R_PASS) {
-            pass++;
-            printf("PASS %s%s\n", name, reason ? " (listed as excluded: remove it from the list)" : "");
+            on_device += nodes > 0;
+            if (reason) {
+                fail++;
+                printf("FAIL %s: passes, but is a known exclusion: remove it from exclusions[]\n", name);
+            } else if (!listed) {
+                fail++;
+                printf("FAIL %s: passes, but %s does not list it: add it (%s)\n", name, REEL_CONFORMANCE_LIST,
+                       UPDATE_HOW);
+            } else if (device && (listed == LISTED_DEVICE) != (nodes > 0)) {
+                fail++;
+                printf("FAIL %s: %d node%s on %s, but %s %s (%s)\n", name, nodes, nodes == 1 ? "" : "s", spec,
+                       REEL_CONFORMANCE_LIST, nodes ? "does not mark it \"device\"" : "marks it \"device\"",
+                       UPDATE_HOW);
+            } else {
+                pass++;
+                printf("PASS %s\n", name);
+            }
+        } else if (listed) {
+            fail++;
+            printf("FAIL %s: %s (%s lists it as passing)\n", name, why, REEL_CONFORMANCE_LIST);
         } else if (r == R_SKIP) {
             skip++;
             printf("SKIP %s: %s\n", name, why);
@@ -246,13 +363,32 @@ int main(int argc, char **argv)
             printf("FAIL %s: %s\n", name, why);
         }
     }
+    // The floor: what the list holds (within the filter).
+    int floor = 0, floor_device = 0;
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, list);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        if (filter && !strstr(key, filter))
+            continue;
+        floor++;
+        floor_device += GPOINTER_TO_INT(value) == LISTED_DEVICE;
+        if (!g_hash_table_contains(seen, key)) {
+            fail++;
+            printf("FAIL %s: listed in %s, but not in %s\n", (const char *)key, REEL_CONFORMANCE_LIST, DATA_DIR);
+        }
+    }
     printf("%d passed, %d failed, %d skipped (%d known exclusions)\n", pass, fail, skip + excl, excl);
+    printf("floor (%s): %d cases pass on the cpu and with a Vulkan session, %d of them with nodes on the device\n",
+           REEL_CONFORMANCE_LIST, floor, floor_device);
     if (device)
         printf("%s: %d of the passing cases ran nodes on it\n", spec, on_device);
     if (device && reel_device_validation_messages()) {
         printf("validation layer messages: %" G_GINT64_FORMAT "\n", reel_device_validation_messages());
         fail++;
     }
+    g_hash_table_destroy(seen);
+    g_hash_table_destroy(list);
     reel_device_unref(&device);
     g_ptr_array_free(names, TRUE);
     return fail ? 1 : 0;

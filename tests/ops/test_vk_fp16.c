@@ -8,20 +8,24 @@
 // output's rounding, 2^-11, plus sums in a different order). Odd element
 // counts put two halves in one word at every edge.
 //
-// Sessions: BlazeFace against the cpu runtime in float32 within 2e-2 of the
-// largest output magnitude, the device arena half of fp32's, a node on the
-// cpu (converted where it crosses, half the bytes), an input bound in device
-// memory (converted on the device, nothing crossing), strict placement, and
-// fp16 refused where there is no 16-bit float support. Exit 77 without a
-// Vulkan device with fp16; under REEL_VULKAN_VALIDATION=1 any validation
-// message fails the test.
+// Sessions: BlazeFace against the cpu runtime in float32 within 3.5e-3 of
+// the largest output magnitude (the README's figure), every node on the
+// device, the device arena half of fp32's, a node on the cpu (converted
+// where it crosses, half the bytes), an input bound in device memory
+// (converted on the device, nothing crossing), strict placement. (fp16
+// refused on the cpu: test_loader, which needs no Vulkan device.) Exit 77
+// without a Vulkan device with fp16; under REEL_VULKAN_VALIDATION=1 any
+// validation message fails the test.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tests/ops/vk_op_harness.h"
 
-#define MODEL_TOL 2e-2 // of an output's largest magnitude, against the cpu in float32
+// Of an output's largest magnitude, against the cpu in float32: the README's
+// figure for BlazeFace (measured on lavapipe with these inputs: front
+// 2.13e-3, back 1.86e-3; back on the astronaut 3.02e-3, test_vulkan_models.sh).
+#define BLAZEFACE_TOL 3.5e-3
 
 // ---- tensors ------------------------------------------------------------------
 
@@ -309,7 +313,7 @@ static void blazeface_in_fp16(const char *file, int64_t size)
         vkt_session_run(cpu, &in, want);
         vkt_session_run(f32, &in, got32);
         vkt_session_run(f16, &in, got);
-        worst = fmax(worst, vkt_assert_close(got, want, n_out, MODEL_TOL));
+        worst = fmax(worst, vkt_assert_close(got, want, n_out, BLAZEFACE_TOL));
         vkt_unref_all(got, n_out);
         vkt_unref_all(got32, n_out);
         vkt_unref_all(want, n_out);
@@ -411,29 +415,6 @@ static void bound_inputs_convert_on_the_device(void **state)
     vkt_pair_close(&t);
 }
 
-// No 16-bit float support, no fp16: the cpu, as a device or as none.
-static void fp16_is_refused_on_the_cpu(void **state)
-{
-    (void)state;
-    char *path = vkt_test_model("chain.onnx");
-    reel_model *m = vkt_load(path);
-    GError *error = NULL;
-    reel_device *cpu = reel_device_open("cpu", &error);
-    assert_non_null(cpu);
-    reel_device *devices[] = { NULL, cpu };
-    for (size_t i = 0; i < G_N_ELEMENTS(devices); i++) {
-        reel_session *s = reel_session_new(m, reel_session_params(.device = devices[i],
-                                                                  .precision = REEL_PRECISION_FP16), &error);
-        assert_null(s);
-        assert_int_equal(error->code, REEL_EUNSUPPORTED);
-        assert_string_equal(error->message, "precision=fp16 needs a GPU with 16-bit float support; cpu has none");
-        g_clear_error(&error);
-    }
-    reel_device_unref(&cpu);
-    reel_model_unref(&m);
-    g_free(path);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,7 +431,6 @@ int main(void)
         cmocka_unit_test(blazeface_back),
         cmocka_unit_test(partition_edges_convert),
         cmocka_unit_test(bound_inputs_convert_on_the_device),
-        cmocka_unit_test(fp16_is_refused_on_the_cpu),
     };
     return vkt_run_group(tests, G_N_ELEMENTS(tests), 18, true);
 }

@@ -453,7 +453,7 @@ char *vkt_test_model(const char *name)
 char *vkt_cached_model(const char *dir, const char *file)
 {
     char *path = g_build_filename(REEL_TEST_MODEL_CACHE, dir, file, NULL);
-    return existing_or_skip(path, path, "scripts/fetch-models");
+    return existing_or_skip(path, path, "run scripts/fetch-models --ort");
 }
 
 reel_model *vkt_load(const char *path)

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -254,6 +255,53 @@ static gpointer pull_main(gpointer data)
     return reel_appsink_pull(data, -1);
 }
 
+// Whether this process has a thread called `name` (GLib names its threads)
+// that is asleep: state S in /proc, what a wait on a condition shows.
+static bool thread_asleep(const char *name)
+{
+    GDir *dir = g_dir_open("/proc/self/task", 0, NULL);
+    assert_non_null(dir);
+    bool asleep = false;
+    for (const char *tid; !asleep && (tid = g_dir_read_name(dir));) {
+        char *path = g_strdup_printf("/proc/self/task/%s/comm", tid), *comm = NULL, *stat = NULL;
+        if (g_file_get_contents(path, &comm, NULL, NULL) && strcmp(g_strchomp(comm), name) == 0) {
+            g_free(path);
+            path = g_strdup_printf("/proc/self/task/%s/stat", tid);
+            // The state follows the name, which is in parentheses.
+            const char *end = g_file_get_contents(path, &stat, NULL, NULL) ? strrchr(stat, ')') : NULL;
+            asleep = end && end[1] == ' ' && end[2] == 'S';
+        }
+        g_free(comm);
+        g_free(stat);
+        g_free(path);
+    }
+    g_dir_close(dir);
+    return asleep;
+}
+
+static reel_element_report report_of(reel_pipeline *p, const char *name)
+{
+    reel_element_report r[16];
+    int n = reel_pipeline_report(p, r, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (strcmp(r[i].name, name) == 0)
+            return r[i];
+    fail_msg("no element %s", name);
+    return r[0];
+}
+
+// Waits, up to a minute, until thread `name` sleeps and, when `sink` is
+// given, that appsink has taken in at least `taken` buffers.
+static void wait_until_asleep(const char *name, reel_pipeline *p, const char *sink, int64_t taken)
+{
+    int64_t deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (!(sink == NULL || report_of(p, sink).buffers_in >= taken) || !thread_asleep(name)) {
+        if (g_get_monotonic_time() > deadline)
+            fail_msg("thread %s was not waiting after 60 s", name);
+        g_usleep(1000);
+    }
+}
+
 // Stopping while the application waits in push (nobody pulls) or in pull
 // (nobody pushes) makes both return.
 static void test_stop_wakes_the_application(void **state)
@@ -264,9 +312,10 @@ static void test_stop_wakes_the_application(void **state)
     start_ok(p);
     pusher ps = { .src = in, .n = 1000 };
     GThread *t = g_thread_new("pusher", push_main, &ps);
-    while (g_atomic_int_get(&ps.pushed) == 0)
-        g_usleep(1000);
-    g_usleep(50000); // long enough to fill every queue and wait in push
+    // The appsink holds one and waits with a second (max-buffers=1, nobody
+    // pulls), so every queue fills; then the pusher's sleep is its wait in
+    // a push that cannot go on.
+    wait_until_asleep("pusher", p, "out", 2);
     reel_pipeline_abort(p);
     g_thread_join(t);
     assert_int_equal(ps.rc, REEL_ESTOPPED);
@@ -276,7 +325,7 @@ static void test_stop_wakes_the_application(void **state)
     // Again, with the application waiting in pull.
     start_ok(p);
     t = g_thread_new("puller", pull_main, out);
-    g_usleep(50000);
+    wait_until_asleep("puller", p, NULL, 0); // in its pull: nothing comes
     reel_pipeline_abort(p);
     assert_null(g_thread_join(t));
     assert_false(reel_appsink_is_eos(out));
@@ -290,7 +339,9 @@ static void test_send_eos_ends_appsrc(void **state)
     (void)state;
     reel_pipeline *p = build("appsrc name=in caps=" CAPS " ! appsink name=out");
     start_ok(p);
-    g_usleep(20000);
+    // appsrc runs on a thread of its own, named after the element: asleep,
+    // it waits for the application.
+    wait_until_asleep("in", p, NULL, 0);
     reel_pipeline_send_eos(p);
     wait_ok(p);
     assert_true(reel_appsink_is_eos(reel_pipeline_find(p, "out")));

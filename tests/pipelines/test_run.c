@@ -1,5 +1,6 @@
 // Running pipelines end to end: EOS through fan-out and fan-in, errors,
 // backpressure, leaky queues, interruption, live sources.
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,6 +75,18 @@ static void run_ok(reel_pipeline *p)
         fail_msg("run failed: %s", err->message);
 }
 
+// Waits, up to a minute, until element `name` of a running pipeline has
+// taken in at least n buffers.
+static void wait_for_buffers(reel_pipeline *p, const char *name, int64_t n)
+{
+    int64_t deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    while (report_of(p, name).buffers_in < n) {
+        if (g_get_monotonic_time() > deadline)
+            fail_msg("%s took in fewer than %lld buffers in 60 s", name, (long long)n);
+        g_usleep(1000);
+    }
+}
+
 static void test_runs_to_eos(void **state)
 {
     (void)state;
@@ -108,26 +121,113 @@ static char *checksum_of(const char *text)
     return line;
 }
 
-static void test_checksums_are_deterministic(void **state)
+// ---- testsrc's patterns, drawn by the test itself
+//
+// Frame n, pixel (x, y) of a w x h frame, in RGB:
+//   bars      eight bars of 235/16 levels (white, yellow, cyan, green,
+//             magenta, red, blue, black) scrolling left a pixel a frame
+//   gradient  R = 255x/(w-1), G = 255(y+n)/(h-1), B = 128+n (integer
+//             division, each kept to its low 8 bits): moving down
+//   checkers  8x8 squares of 235 and 16, moving left a pixel a frame
+//   solid     colour 0xRRGGBB times k/255, k = 128 + n mod 128
+// Converted as testsrc documents: BT.601 limited range for yuv (the
+// textbook Y = 16 + 219 v/255 for grey v, chroma 128), gray8 = grey level.
+
+static void pattern_rgb(const char *pattern, int n, int x, int y, int w, int h, uint8_t rgb[3])
+{
+    static const uint8_t bars[8][3] = { { 235, 235, 235 }, { 235, 235, 16 }, { 16, 235, 235 }, { 16, 235, 16 },
+                                        { 235, 16, 235 },  { 235, 16, 16 },  { 16, 16, 235 },  { 16, 16, 16 } };
+    if (strcmp(pattern, "bars") == 0) {
+        memcpy(rgb, bars[(x + n) % w * 8 / w], 3);
+    } else if (strcmp(pattern, "gradient") == 0) {
+        rgb[0] = (uint8_t)(x * 255 / (w - 1));
+        rgb[1] = (uint8_t)((y + n) * 255 / (h - 1));
+        rgb[2] = (uint8_t)(128 + n);
+    } else if (strcmp(pattern, "checkers") == 0) {
+        rgb[0] = rgb[1] = rgb[2] = ((x + n) / 8 + y / 8) % 2 ? 235 : 16;
+    } else {
+        const uint32_t color = 0x3070c0; // testsrc's default
+        int k = 128 + n % 128;
+        rgb[0] = (uint8_t)((color >> 16) * k / 255);
+        rgb[1] = (uint8_t)((color >> 8 & 0xff) * k / 255);
+        rgb[2] = (uint8_t)((color & 0xff) * k / 255);
+    }
+}
+
+// The md5 fakesink checksum=true reports for n frames: every frame's
+// visible bytes, plane by plane, row by row. Formats: rgb24, bgr24, rgba,
+// bgra (any pattern); gray8, yuv420p, nv12, yuv444p (grey patterns only).
+static char *expected_md5(const char *pattern, const char *format, int frames, int w, int h)
+{
+    GChecksum *md5 = g_checksum_new(G_CHECKSUM_MD5);
+    GByteArray *row = g_byte_array_new();
+    bool packed = g_str_has_prefix(format, "rgb") || g_str_has_prefix(format, "bgr");
+    bool yuv = !packed && strcmp(format, "gray8") != 0;
+    int sub = strcmp(format, "yuv444p") == 0 ? 0 : 1; // log2 chroma subsampling, both ways
+    for (int n = 0; n < frames; n++) {
+        // Luma (or the packed pixels), then chroma.
+        for (int y = 0; y < h; y++) {
+            g_byte_array_set_size(row, 0);
+            for (int x = 0; x < w; x++) {
+                uint8_t p[4];
+                pattern_rgb(pattern, n, x, y, w, h, p);
+                if (packed) {
+                    uint8_t px[4] = { p[0], p[1], p[2], 255 };
+                    if (format[0] == 'b')
+                        px[0] = p[2], px[2] = p[0];
+                    g_byte_array_append(row, px, strlen(format) == 4 ? 4 : 3);
+                } else {
+                    assert_true(p[0] == p[1] && p[1] == p[2]); // grey
+                    uint8_t v = yuv ? (uint8_t)lround(16 + 219.0 * p[0] / 255) : p[0];
+                    g_byte_array_append(row, &v, 1);
+                }
+            }
+            g_checksum_update(md5, row->data, row->len);
+        }
+        if (!yuv)
+            continue;
+        // Grey has no colour: every chroma sample is 128, as one
+        // interleaved plane (nv12) or two.
+        int cw = (w + (1 << sub) - 1) >> sub, ch = (h + (1 << sub) - 1) >> sub;
+        bool nv12 = strcmp(format, "nv12") == 0;
+        g_byte_array_set_size(row, (guint)(nv12 ? 2 * cw : cw));
+        memset(row->data, 128, row->len);
+        for (int plane = 0; plane < (nv12 ? 1 : 2); plane++)
+            for (int y = 0; y < ch; y++)
+                g_checksum_update(md5, row->data, row->len);
+    }
+    char *r = g_strdup(g_checksum_get_string(md5));
+    g_checksum_free(md5);
+    g_byte_array_free(row, TRUE);
+    return r;
+}
+
+// fakesink's checksums match frames the test drew itself from the
+// patterns' definitions, in every format, at an odd size (chroma rounds up).
+static void test_checksums_match_the_patterns(void **state)
 {
     (void)state;
-    const char *formats[] = { "rgb24", "yuv420p", "nv12", "gray8", "bgra", "yuv444p" };
-    for (size_t i = 0; i < G_N_ELEMENTS(formats); i++) {
-        char *text = g_strdup_printf("testsrc num-buffers=20 pattern=noise ! video/raw,format=%s,width=33,height=17 "
+    static const struct {
+        const char *pattern, *format;
+    } cases[] = {
+        { "checkers", "rgb24" }, { "checkers", "gray8" }, { "checkers", "yuv420p" }, { "checkers", "nv12" },
+        { "checkers", "yuv444p" }, { "bars", "rgb24" },   { "bars", "bgra" },        { "gradient", "rgb24" },
+        { "gradient", "bgr24" },   { "solid", "rgba" },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        char *text = g_strdup_printf("testsrc num-buffers=20 pattern=%s ! video/raw,format=%s,width=33,height=17 "
                                      "! queue ! fakesink checksum=true",
-                                     formats[i]);
-        char *a = checksum_of(text), *b = checksum_of(text);
-        assert_string_equal(a, b);
-        assert_non_null(strstr(a, "20 buffers, md5 "));
-        g_free(a);
-        g_free(b);
+                                     cases[i].pattern, cases[i].format);
+        char *got = checksum_of(text);
+        char *md5 = expected_md5(cases[i].pattern, cases[i].format, 20, 33, 17);
+        char *want = g_strdup_printf("fakesink0: 20 buffers, md5 %s", md5);
+        if (strcmp(got, want) != 0)
+            fail_msg("%s %s: got '%s', want '%s'", cases[i].pattern, cases[i].format, got, want);
+        g_free(want);
+        g_free(md5);
+        g_free(got);
         g_free(text);
     }
-    char *bars = checksum_of("testsrc num-buffers=5 ! fakesink checksum=true");
-    char *grad = checksum_of("testsrc num-buffers=5 pattern=gradient ! fakesink checksum=true");
-    assert_string_not_equal(bars, grad);
-    g_free(bars);
-    g_free(grad);
 }
 
 static void test_eos_through_tee(void **state)
@@ -256,7 +356,7 @@ static void test_send_eos_drains_and_finalizes(void **state)
     reel_pipeline *p = build(text, &s, 2);
     GError *err = NULL;
     assert_int_equal(reel_pipeline_start(p, &err), 0);
-    g_usleep(100000);
+    wait_for_buffers(p, "fakesink0", 10);
     reel_pipeline_send_eos(p);
     assert_int_equal(reel_pipeline_wait(p, &err), 0);
     int64_t frames = report_of(p, "fakesink0").buffers_in;
@@ -282,7 +382,7 @@ static void test_abort_stops(void **state)
     reel_pipeline *p = build("testsrc ! video/raw,width=16,height=16 ! queue ! fakesink delay-us=100", &s, 2);
     GError *err = NULL;
     assert_int_equal(reel_pipeline_start(p, &err), 0);
-    g_usleep(20000);
+    wait_for_buffers(p, "fakesink0", 1); // running, mid-stream
     reel_pipeline_abort(p);
     assert_int_equal(reel_pipeline_wait(p, &err), REEL_ESTOPPED);
     g_error_free(err);
@@ -351,7 +451,7 @@ int main(void)
     reel_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_to_eos),
-        cmocka_unit_test(test_checksums_are_deterministic),
+        cmocka_unit_test(test_checksums_match_the_patterns),
         cmocka_unit_test(test_eos_through_tee),
         cmocka_unit_test(test_eos_through_fan_in),
         cmocka_unit_test(test_first_error_stops_everything),
