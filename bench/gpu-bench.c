@@ -20,15 +20,15 @@ static int by_value(const void *a, const void *b)
 }
 
 // Random inputs at the declared shapes (free dims as 1).
-static reel_buffer *input_for(const reel_model_io *io)
+static reel_tensor *input_for(const reel_model_io *io)
 {
-    reel_caps f = { .media = REEL_MEDIA_TENSOR, .dtype = io->dtype, .rank = io->rank, .memory = REEL_MEMORY_HOST };
+    int64_t shape[REEL_TENSOR_MAX_RANK];
     for (int d = 0; d < io->rank; d++)
-        f.shape[d] = io->dims[d] > 0 ? io->dims[d] : 1;
-    reel_buffer *b = reel_buffer_new_format(&f);
-    for (size_t i = 0; b && io->dtype == REEL_DTYPE_FLOAT32 && i < b->size / 4; i++)
-        ((float *)b->data)[i] = (float)rand() / RAND_MAX;
-    return b;
+        shape[d] = io->dims[d] > 0 ? io->dims[d] : 1;
+    reel_tensor *t = reel_tensor_new(io->dtype, io->rank, shape);
+    for (size_t i = 0; t && io->dtype == REEL_DTYPE_FLOAT32 && i < t->nbytes / 4; i++)
+        ((float *)t->data)[i] = (float)rand() / RAND_MAX;
+    return t;
 }
 
 int main(int argc, char **argv)
@@ -56,7 +56,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int n_in = reel_model_n_inputs(m), n_out = reel_model_n_outputs(m);
-    reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
+    reel_tensor **in = g_new0(reel_tensor *, n_in + 1), **out = g_new0(reel_tensor *, n_out + 1);
     for (int i = 0; i < n_in; i++)
         in[i] = input_for(reel_model_input(m, i));
     double *ms = g_new(double, runs);
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
         if (r >= 0)
             ms[r] = (g_get_monotonic_time() - t0) / 1e3;
         for (int i = 0; i < n_out; i++)
-            reel_buffer_unref(&out[i]);
+            reel_tensor_free(&out[i]);
     }
     if (rc) {
         fprintf(stderr, "bench-gpu: %s\n", err->message);
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     printf("%.3f ms  %.1f GFLOP/s  %d/%d nodes on the device\n", median,
            sum.flops > 0 ? sum.flops / (median * 1e6) : 0.0, p.device_nodes, p.device_nodes + p.cpu_nodes);
     for (int i = 0; i < n_in; i++)
-        reel_buffer_unref(&in[i]);
+        reel_tensor_free(&in[i]);
     g_free(in);
     g_free(out);
     g_free(ms);

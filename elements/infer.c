@@ -204,6 +204,57 @@ static reel_buffer *session_input(reel_element *e, reel_buffer *t, bool device_o
     return h;
 }
 
+static void unref_buffer(void *b)
+{
+    reel_buffer *buf = b;
+    reel_buffer_unref(&buf);
+}
+
+static void free_tensor(void *t)
+{
+    reel_tensor *tensor = t;
+    reel_tensor_free(&tensor);
+}
+
+// Runs the session on a tensor buffer (host or the session's device's);
+// outputs[] gets its outputs as buffers. Neither way copies: the session
+// sees the buffer's memory, the output buffers wrap the session's tensors.
+static int run_session(reel_element *e, reel_buffer *input, reel_buffer **outputs)
+{
+    infer_priv *s = reel_element_priv(e);
+    const reel_caps *f = &input->format;
+    reel_tensor *in = input->mem ? reel_tensor_new_device(f->dtype, f->rank, f->shape, input->mem)
+                                 : reel_tensor_wrap(f->dtype, f->rank, f->shape, input->data, input->size,
+                                                    unref_buffer, reel_buffer_ref(input));
+    if (!in)
+        return reel_element_error(e, REEL_EINTERNAL, "the input tensor's memory does not hold its shape");
+    int n_out = reel_model_n_outputs(s->model);
+    reel_tensor **out = g_new0(reel_tensor *, n_out + 1);
+    GError *err = NULL;
+    int rc = reel_session_run(s->session, &in, out, &err);
+    reel_tensor_free(&in);
+    if (rc < 0) {
+        rc = reel_element_error(e, rc, "%s", err->message);
+        g_error_free(err);
+    }
+    for (int i = 0; i < n_out; i++) {
+        if (rc < 0)
+            break;
+        reel_caps of = { .media = REEL_MEDIA_TENSOR, .memory = REEL_MEMORY_HOST, .dtype = out[i]->dtype,
+                         .rank = out[i]->rank };
+        memcpy(of.shape, out[i]->shape, sizeof of.shape);
+        reel_tensor *t = g_steal_pointer(&out[i]);
+        if (!(outputs[i] = reel_buffer_new_wrapped(&of, t->data, t->nbytes, free_tensor, t)))
+            rc = reel_element_error(e, REEL_ENOMEM, "out of memory for output %d", i);
+    }
+    for (int i = 0; i < n_out; i++)
+        reel_tensor_free(&out[i]);
+    g_free(out);
+    if (rc == 0)
+        note_placement(e);
+    return rc;
+}
+
 // One batch tensor from n host tensors of one frame each.
 static reel_buffer *stack(GPtrArray *tensors)
 {
@@ -318,15 +369,10 @@ static int run_batch(reel_element *e)
     }
     reel_buffer *input = rc == 0 ? (n == 1 ? reel_buffer_ref(host->pdata[0]) : stack(host)) : NULL;
     reel_buffer **outputs = g_new0(reel_buffer *, n_out + 1);
-    GError *err = NULL;
     if (rc == 0 && !input)
         rc = reel_element_error(e, REEL_ENOMEM, "out of memory for a batch of %d", n);
-    else if (rc == 0 && (rc = reel_session_run(s->session, &input, outputs, &err)) < 0) {
-        rc = reel_element_error(e, rc, "%s", err->message);
-        g_error_free(err);
-    } else if (rc == 0) {
-        note_placement(e);
-    }
+    else if (rc == 0)
+        rc = run_session(e, input, outputs);
     // The host copies hold the tensors, which hold their frames: let go of
     // them first, so that each frame is ours alone (no copy) when it goes on.
     for (guint i = 0; i < host->len; i++) {
@@ -363,14 +409,7 @@ static int run_one(reel_element *e, reel_buffer *tensor, reel_buffer **outputs)
     reel_buffer *input = session_input(e, tensor, s->on_device);
     if (!input)
         return reel_element_error(e, REEL_EIO, "cannot read the input tensor back from the device");
-    GError *err = NULL;
-    int rc = reel_session_run(s->session, &input, outputs, &err);
-    if (rc < 0) {
-        rc = reel_element_error(e, rc, "%s", err->message);
-        g_error_free(err);
-    } else {
-        note_placement(e);
-    }
+    int rc = run_session(e, input, outputs);
     reel_buffer_unref(&input);
     return rc;
 }

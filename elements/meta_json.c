@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "pipeline/json.h"
+#include "base/json.h"
 
 void reel_meta_add_number(GString *out, double v, const char *fmt, const char *none)
 {

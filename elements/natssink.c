@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "elements/meta_json.h"
-#include "fleet/connect.h"
+#include "elements/nats_connect.h"
 #include "reel/reel.h"
 
 enum { MAX_PENDING = 1024, FINISH_WAIT_MS = 10000 };
@@ -67,7 +67,7 @@ static int init(reel_element *e)
 static int fail(reel_element *e, natsStatus st, const char *what)
 {
     GError *err = NULL;
-    reel_fleet_set_error(&err, st, what);
+    reel_nats_set_error(&err, st, what);
     int code = reel_element_error(e, REEL_EIO, "%s", err->message);
     g_error_free(err);
     return code;
@@ -109,7 +109,7 @@ static int start(reel_element *e)
     if (!s->subject || !*s->subject)
         return reel_element_error(e, REEL_EINVAL, "no subject set");
     GError *err = NULL;
-    s->nc = reel_fleet_connect(s->url, reel_element_name(e), &err);
+    s->nc = reel_nats_connect(s->url, reel_element_name(e), &err);
     if (!s->nc) {
         int code = reel_element_error(e, REEL_EIO, "%s", err->message);
         g_error_free(err);

@@ -3,16 +3,16 @@
 
 #include <string.h>
 
-#include "fleet/connect.h"
-#include "pipeline/json_read.h"
-#include "pipeline/json.h"
+#include "elements/nats_connect.h"
+#include "base/json_read.h"
+#include "base/json.h"
 #include "reel/reel.h"
 
 enum { STATE_HISTORY = 8, WORKER_TTL_DEFAULT_MS = 6000 };
 
 static int nats_fail(GError **error, natsStatus s, const char *what)
 {
-    reel_fleet_set_error(error, s, what);
+    reel_nats_set_error(error, s, what);
     return REEL_EIO;
 }
 
@@ -64,7 +64,7 @@ static int ensure_bucket(fleet *f, kvStore **kv, const char *bucket, int history
 int fleet_open(fleet *f, const char *url, const char *client, int64_t worker_ttl_ms, GError **error)
 {
     memset(f, 0, sizeof *f);
-    f->nc = reel_fleet_connect(url, client, error);
+    f->nc = reel_nats_connect(url, client, error);
     if (!f->nc)
         return REEL_EIO;
     natsStatus s = natsConnection_JetStream(&f->js, f->nc, NULL);

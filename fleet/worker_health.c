@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fleet/job_run.h"
-#include "pipeline/json.h"
+#include "base/json.h"
 
 char *fleet_health_json(const fleet_worker_info *w, GPtrArray *runs)
 {

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "reel/caps.h"
+#include "reel/format.h"
 
 #define REEL_FONT_W 5
 #define REEL_FONT_H 7

@@ -19,9 +19,10 @@
 #ifndef REEL_GPU_PREPROCESS_H
 #define REEL_GPU_PREPROCESS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "reel/caps.h"
+#include "reel/format.h"
 
 enum {
     REEL_PRE_NHWC = 1u << 0, // tensor [1, H, W, 3]; otherwise [1, 3, H, W]

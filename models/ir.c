@@ -1,71 +1,14 @@
-// The model IR: graph, values, nodes, attributes and host tensors.
+// The model IR: graph, values, nodes and attributes.
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/ir.h"
 
-// Tensor data is 64-byte aligned so SIMD kernels may use aligned loads.
-#define TENSOR_ALIGN 64
-
-int64_t reel_tensor_count(int rank, const int64_t *shape)
-{
-    if (rank < 0 || rank > REEL_IR_MAX_RANK)
-        return -1;
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) {
-        if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n))
-            return -1;
-    }
-    return n;
-}
-
-reel_tensor *reel_tensor_new(reel_dtype dtype, int rank, const int64_t *shape)
-{
-    size_t esize = reel_dtype_size(dtype);
-    int64_t count = reel_tensor_count(rank, shape);
-    size_t nbytes;
-    if (esize == 0 || count < 0 || __builtin_mul_overflow((size_t)count, esize, &nbytes)
-        || nbytes > SIZE_MAX - TENSOR_ALIGN)
-        return NULL;
-    size_t alloc = (nbytes + TENSOR_ALIGN - 1) / TENSOR_ALIGN * TENSOR_ALIGN;
-    void *data = aligned_alloc(TENSOR_ALIGN, alloc ? alloc : TENSOR_ALIGN);
-    if (!data)
-        return NULL;
-    memset(data, 0, alloc ? alloc : TENSOR_ALIGN);
-    reel_tensor *t = g_new0(reel_tensor, 1);
-    t->dtype = dtype;
-    t->rank = rank;
-    if (rank > 0)
-        memcpy(t->shape, shape, sizeof *shape * (size_t)rank);
-    t->data = data;
-    t->nbytes = nbytes;
-    return t;
-}
-
-void reel_tensor_free(reel_tensor **t)
-{
-    if (!t || !*t)
-        return;
-    free((*t)->data);
-    g_free(*t);
-    *t = NULL;
-}
-
-reel_tensor *reel_tensor_dup(const reel_tensor *t)
-{
-    if (!t)
-        return NULL;
-    reel_tensor *d = reel_tensor_new(t->dtype, t->rank, t->shape);
-    if (d && t->nbytes)
-        memcpy(d->data, t->data, t->nbytes);
-    return d;
-}
-
 static void value_free(gpointer p)
 {
     reel_ir_value *v = p;
     g_free(v->name);
-    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
+    for (int i = 0; i < REEL_TENSOR_MAX_RANK; i++)
         g_free(v->dim_names[i]);
     reel_tensor_free(&v->constant);
     g_free(v);
@@ -119,7 +62,7 @@ int reel_ir_add_value(reel_ir_graph *g, const char *name)
     v->name = g_strdup(name);
     v->dtype = REEL_DTYPE_NONE;
     v->rank = -1;
-    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
+    for (int i = 0; i < REEL_TENSOR_MAX_RANK; i++)
         v->dims[i] = REEL_DIM_UNKNOWN;
     v->producer = -1;
     g_ptr_array_add(g->values, v);
@@ -190,7 +133,7 @@ void reel_ir_value_set_constant(reel_ir_value *v, reel_tensor *t)
     v->constant = t;
     v->dtype = t->dtype;
     v->rank = t->rank;
-    for (int i = 0; i < REEL_IR_MAX_RANK; i++)
+    for (int i = 0; i < REEL_TENSOR_MAX_RANK; i++)
         v->dims[i] = i < t->rank ? t->shape[i] : REEL_DIM_UNKNOWN;
     v->producer = -1;
 }

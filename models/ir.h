@@ -9,25 +9,12 @@
 #include <stdint.h>
 #include <glib.h>
 
-#include "reel/caps.h"
+#include "reel/format.h"
+#include "reel/tensor.h"
 
-#define REEL_IR_MAX_RANK 8
 // A dimension whose size is not known until run time (a symbolic dim such as
 // "batch", or one inference could not fix).
 #define REEL_DIM_UNKNOWN (-1)
-
-// A tensor with concrete shape and host data: constants, kernel arguments.
-typedef struct reel_tensor {
-    reel_dtype dtype;
-    int rank;
-    int64_t shape[REEL_IR_MAX_RANK];
-    void *data;          // dtype-typed, row-major, contiguous
-    size_t nbytes;
-} reel_tensor;
-
-// Elements of a shape (1 for rank 0); -1 when a dim is unknown or the count
-// overflows.
-int64_t reel_tensor_count(int rank, const int64_t *shape);
 
 // The values of an int64 or int32 tensor of rank 0 or 1 with at most max
 // elements (shapes, axes, Slice's starts...) into out; -1 otherwise.
@@ -37,8 +24,8 @@ typedef struct reel_ir_value {
     char *name;
     reel_dtype dtype;            // REEL_DTYPE_NONE until inferred
     int rank;                    // -1 until inferred
-    int64_t dims[REEL_IR_MAX_RANK];     // REEL_DIM_UNKNOWN where not static
-    char *dim_names[REEL_IR_MAX_RANK];  // symbolic names from the model, or NULL
+    int64_t dims[REEL_TENSOR_MAX_RANK];     // REEL_DIM_UNKNOWN where not static
+    char *dim_names[REEL_TENSOR_MAX_RANK];  // symbolic names from the model, or NULL
     reel_tensor *constant;       // initializer or folded constant, else NULL
     int producer;                // index of the node that writes it, -1 for inputs/constants
 } reel_ir_value;
@@ -122,8 +109,5 @@ const char *reel_ir_attr_string(const reel_ir_node *n, const char *name, const c
 // The ints of an INTS attribute (count in *n), or NULL (*n = 0) when absent.
 const int64_t *reel_ir_attr_ints(const reel_ir_node *n, const char *name, int *count);
 
-reel_tensor *reel_tensor_new(reel_dtype dtype, int rank, const int64_t *shape); // zeroed; NULL on overflow
-void reel_tensor_free(reel_tensor **t);
-reel_tensor *reel_tensor_dup(const reel_tensor *t);
 
 #endif

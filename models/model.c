@@ -106,7 +106,7 @@ static void describe(const reel_ir_graph *g, const GArray *idx, reel_model_io **
         io->name = v->name;
         io->dtype = v->dtype;
         io->rank = v->rank;
-        for (int d = 0; d < REEL_MODEL_MAX_RANK; d++) {
+        for (int d = 0; d < REEL_TENSOR_MAX_RANK; d++) {
             io->dims[d] = d < v->rank ? v->dims[d] : -1;
             io->dim_names[d] = d < v->rank ? v->dim_names[d] : NULL;
         }

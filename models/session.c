@@ -157,12 +157,12 @@ static size_t value_bytes(const reel_ir_value *v)
 // Small inputs that decide shapes (int64 ones, and the scales/sizes of
 // Resize/Upsample) are read as constants while planning; their contents
 // are then part of the plan's key.
-static bool shape_input(const reel_ir_graph *g, int vi, const reel_buffer *b)
+static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
 {
     if (b->mem)
         return false; // in device memory: not for the host to read while planning
     const reel_ir_value *v = reel_ir_value_at(g, vi);
-    int64_t c = reel_tensor_count(b->format.rank, b->format.shape);
+    int64_t c = reel_tensor_count(b->rank, b->shape);
     if (c < 0 || c > KEY_INPUT_MAX)
         return false;
     if (v->dtype == REEL_DTYPE_INT64)
@@ -270,7 +270,7 @@ size_t reel_arena_place(live *lv, int n, size_t *offset)
     return peak;
 }
 
-static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **error)
+static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **error)
 {
     const reel_ir_graph *mg = s->m->graph;
     plan *pl = g_new0(plan, 1);
@@ -291,9 +291,9 @@ static plan *plan_build(reel_session *s, reel_buffer *const *inputs, GError **er
     for (guint k = 0; k < mg->inputs->len; k++) {
         int vi = g_array_index(mg->inputs, int, k);
         reel_ir_value *v = reel_ir_value_at(g, vi);
-        const reel_buffer *b = inputs[k];
-        v->rank = b->format.rank;
-        memcpy(v->dims, b->format.shape, sizeof v->dims);
+        const reel_tensor *b = inputs[k];
+        v->rank = b->rank;
+        memcpy(v->dims, b->shape, sizeof v->dims);
         if (shape_input(mg, vi, b)) {
             reel_tensor *t = reel_tensor_new(v->dtype, v->rank, v->dims);
             if (t->nbytes)
@@ -442,37 +442,43 @@ static bool grow(void **p, size_t *cap, size_t need)
     return true;
 }
 
-static int check_inputs(reel_session *s, reel_buffer *const *inputs, GError **error)
+// "float32 [1,3,224,224]" (rank -1: "nothing").
+static char *describe(reel_dtype dtype, int rank, const int64_t *dims, const char *const *names)
+{
+    if (rank < 0)
+        return g_strdup("nothing");
+    GString *s = g_string_new("");
+    g_string_append_printf(s, "%s [", reel_dtype_name(dtype) ? reel_dtype_name(dtype) : "?");
+    for (int i = 0; i < rank; i++) {
+        if (i)
+            g_string_append_c(s, ',');
+        if (dims[i] >= 0)
+            g_string_append_printf(s, "%" G_GINT64_FORMAT, dims[i]);
+        else
+            g_string_append(s, names && names[i] ? names[i] : "?");
+    }
+    g_string_append_c(s, ']');
+    return g_string_free(s, FALSE);
+}
+
+static int check_inputs(reel_session *s, reel_tensor *const *inputs, GError **error)
 {
     const reel_model *m = s->m;
     for (int k = 0; k < m->n_inputs; k++) {
         const reel_model_io *io = &m->inputs[k];
-        const reel_buffer *b = inputs[k];
-        g_autoptr(GString) want = g_string_new("");
-        g_string_append_printf(want, "%s [", reel_dtype_name(io->dtype));
-        for (int i = 0; i < io->rank; i++) {
-            if (i)
-                g_string_append_c(want, ',');
-            if (io->dims[i] >= 0)
-                g_string_append_printf(want, "%" G_GINT64_FORMAT, io->dims[i]);
-            else
-                g_string_append(want, io->dim_names[i] ? io->dim_names[i] : "?");
-        }
-        g_string_append(want, "]");
+        const reel_tensor *b = inputs[k];
         // Device memory only of this session's device.
-        bool bad = !b || !(b->format.media & REEL_MEDIA_TENSOR) || (b->mem && reel_mem_device(b->mem) != s->device) ||
-                   b->format.dtype != io->dtype || b->format.rank != io->rank;
+        bool bad = !b || (b->mem && reel_mem_device(b->mem) != s->device) || b->dtype != io->dtype ||
+                   b->rank != io->rank || (b->nbytes > 0 && !b->data && !b->mem);
         for (int i = 0; !bad && i < io->rank; i++)
-            bad = b->format.shape[i] < 0 || (io->dims[i] >= 0 && b->format.shape[i] != io->dims[i]);
-        if (!bad) {
-            int64_t c = reel_tensor_count(b->format.rank, b->format.shape);
-            bad = c < 0 || (b->mem ? reel_mem_size(b->mem) : b->size) < (size_t)c * reel_dtype_size(io->dtype) ||
-                  (c > 0 && !b->data && !b->mem);
-        }
+            bad = b->shape[i] < 0 || (io->dims[i] >= 0 && b->shape[i] != io->dims[i]);
         if (bad) {
-            char *got = b ? reel_caps_to_string(&b->format) : g_strdup("nothing");
+            char *want = describe(io->dtype, io->rank, io->dims, io->dim_names);
+            char *got = b ? describe(b->dtype, b->rank, b->shape, NULL) : g_strdup("nothing");
             g_set_error(error, REEL_ERROR, REEL_EINVAL, "input %s: expected a tensor %s (host memory, or the "
-                        "session's device's), got %s", io->name, want->str, got);
+                        "session's device's), got %s%s", io->name, want, got,
+                        b && b->mem && reel_mem_device(b->mem) != s->device ? " in another device's memory" : "");
+            g_free(want);
             g_free(got);
             return REEL_EINVAL;
         }
@@ -504,30 +510,29 @@ void reel_session_placement_of(const reel_session *s, reel_session_placement *ou
                                      st.bytes_to_host, st.cpu_reasons, st.arena_bytes, st.recordings };
 }
 
-static char *plan_key(reel_session *s, reel_buffer *const *inputs)
+static char *plan_key(reel_session *s, reel_tensor *const *inputs)
 {
     const reel_ir_graph *g = s->m->graph;
     GString *k = g_string_new("");
     for (int i = 0; i < s->m->n_inputs; i++) {
-        const reel_buffer *b = inputs[i];
-        for (int d = 0; d < b->format.rank; d++)
-            g_string_append_printf(k, "%" G_GINT64_FORMAT "x", b->format.shape[d]);
+        const reel_tensor *b = inputs[i];
+        for (int d = 0; d < b->rank; d++)
+            g_string_append_printf(k, "%" G_GINT64_FORMAT "x", b->shape[d]);
         int vi = g_array_index(g->inputs, int, i);
         if (shape_input(g, vi, b)) {
-            size_t nb = (size_t)reel_tensor_count(b->format.rank, b->format.shape) * reel_dtype_size(b->format.dtype);
             g_string_append_c(k, '=');
-            for (size_t j = 0; j < nb; j++)
-                g_string_append_printf(k, "%02x", b->data[j]);
+            for (size_t j = 0; j < b->nbytes; j++)
+                g_string_append_printf(k, "%02x", ((const uint8_t *)b->data)[j]);
         }
         g_string_append_c(k, ';');
     }
     return g_string_free(k, FALSE);
 }
 
-static int bind_inputs(reel_session *s, plan *pl, reel_buffer *const *inputs, reel_buffer **copies, GError **error);
-static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **error);
+static int bind_inputs(reel_session *s, plan *pl, reel_tensor *const *inputs, reel_tensor **copies, GError **error);
+static int run_nodes(reel_session *s, plan *pl, reel_tensor **outputs, GError **error);
 
-int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **outputs, GError **error)
+int reel_session_run(reel_session *s, reel_tensor *const *inputs, reel_tensor **outputs, GError **error)
 {
     if (!s || (!inputs && s->m->n_inputs) || !outputs) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "reel_session_run: missing session, inputs or outputs");
@@ -555,12 +560,12 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
     }
     if (pl->vk)
         vk_exec_begin(pl->vk);
-    reel_buffer **copies = g_new0(reel_buffer *, s->m->n_inputs + 1);
+    reel_tensor **copies = g_new0(reel_tensor *, s->m->n_inputs + 1);
     rc = bind_inputs(s, pl, inputs, copies, error);
     if (rc == 0)
         rc = run_nodes(s, pl, outputs, error);
     for (int k = 0; k < s->m->n_inputs; k++)
-        reel_buffer_unref(&copies[k]);
+        reel_tensor_free(&copies[k]);
     g_free(copies);
     return rc;
 }
@@ -568,7 +573,7 @@ int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **
 // The views of the arena's values and of the inputs. An input in device
 // memory is used there when only device nodes read it, else read back into
 // copies[k] first.
-static int bind_inputs(reel_session *s, plan *pl, reel_buffer *const *inputs, reel_buffer **copies, GError **error)
+static int bind_inputs(reel_session *s, plan *pl, reel_tensor *const *inputs, reel_tensor **copies, GError **error)
 {
     for (int v = 0; v < pl->n_values; v++) {
         if (pl->kind[v] == V_ARENA) {
@@ -578,26 +583,23 @@ static int bind_inputs(reel_session *s, plan *pl, reel_buffer *const *inputs, re
         if (pl->kind[v] != V_INPUT)
             continue;
         int k = pl->input_of[v];
-        reel_buffer *b = inputs[k];
+        const reel_tensor *b = inputs[k];
         if (b->mem && pl->vk && vk_exec_device_only(pl->vk, &pl->g, pl->skip, v)) {
             vk_exec_bind(pl->vk, v, b->mem);
             pl->t[v].data = NULL;
             continue;
         }
-        if (b->mem) {
-            uint8_t *scratch = NULL;
-            size_t scratch_size = 0;
-            b = copies[k] = reel_buffer_to_host(b, &scratch, &scratch_size, NULL, error);
-            g_free(scratch);
-            if (!b)
-                return REEL_EIO;
+        if (b->mem && !(b = copies[k] = reel_tensor_dup(b))) {
+            g_set_error(error, REEL_ERROR, REEL_EIO, "input %s: cannot read it back from the device",
+                        s->m->inputs[k].name);
+            return REEL_EIO;
         }
         pl->t[v].data = b->data;
     }
     return 0;
 }
 
-static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **error)
+static int run_nodes(reel_session *s, plan *pl, reel_tensor **outputs, GError **error)
 {
     int rc = 0;
     if (s->threads > 1 && !s->workers)
@@ -660,22 +662,12 @@ static int run_nodes(reel_session *s, plan *pl, reel_buffer **outputs, GError **
         return rc;
     for (guint k = 0; k < g->outputs->len; k++) {
         const reel_tensor *t = &pl->t[g_array_index(g->outputs, int, k)];
-        reel_buffer *b = reel_buffer_new(t->nbytes);
-        if (!b) {
+        if (!(outputs[k] = reel_tensor_dup(t))) {
             for (guint j = 0; j < k; j++)
-                reel_buffer_unref(&outputs[j]);
+                reel_tensor_free(&outputs[j]);
             g_set_error(error, REEL_ERROR, REEL_ENOMEM, "cannot allocate output %u", k);
             return REEL_ENOMEM;
         }
-        if (t->nbytes)
-            memcpy(b->data, t->data, t->nbytes);
-        memset(&b->format, 0, sizeof b->format);
-        b->format.media = REEL_MEDIA_TENSOR;
-        b->format.memory = REEL_MEMORY_HOST;
-        b->format.dtype = t->dtype;
-        b->format.rank = t->rank;
-        memcpy(b->format.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
-        outputs[k] = b;
     }
     return 0;
 }

@@ -8,7 +8,7 @@
 
 // Per dim of the input: the first element taken, the step and the count.
 typedef struct reel_slice_window {
-    int64_t start[REEL_IR_MAX_RANK], step[REEL_IR_MAX_RANK], len[REEL_IR_MAX_RANK];
+    int64_t start[REEL_TENSOR_MAX_RANK], step[REEL_TENSOR_MAX_RANK], len[REEL_TENSOR_MAX_RANK];
 } reel_slice_window;
 
 // The window of Slice node n over an input of these concrete dims: starts,

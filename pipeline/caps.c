@@ -1,6 +1,7 @@
 // Caps: sets of formats, their intersection, and their text form.
 #include "reel/caps.h"
 #include "reel/error.h"
+#include "reel/limits.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -363,4 +364,13 @@ char *reel_caps_to_string(const reel_caps *c)
                                c->memory == REEL_MEMORY_HOST ? "host"
                                : c->memory == REEL_MEMORY_DEVICE ? "device" : "none");
     return g_string_free(s, FALSE);
+}
+
+int reel_caps_check_limits(const reel_caps *f, GError **error)
+{
+    if (f->media & (REEL_MEDIA_VIDEO_RAW | REEL_MEDIA_VIDEO_ENCODED))
+        return reel_limit_check_frame(f->width, f->height, error);
+    if (f->media == REEL_MEDIA_TENSOR && f->dtype != REEL_DTYPE_NONE)
+        return reel_limit_check_tensor(f->rank, f->shape, reel_dtype_size(f->dtype), NULL, error);
+    return 0;
 }

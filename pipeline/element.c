@@ -178,7 +178,7 @@ static int check_format_change(reel_element *e, reel_link *l, const reel_caps *f
     if (reel_caps_equal(f, &l->sent_format))
         return 0;
     GError *limit = NULL;
-    if (reel_limit_check_caps(f, &limit) < 0) {
+    if (reel_caps_check_limits(f, &limit) < 0) {
         int rc = reel_element_error(e, limit->code, "%s", limit->message);
         g_error_free(limit);
         return rc;

@@ -124,6 +124,13 @@ struct reel_pipeline {
     int64_t start_us, end_us;
 };
 
+// The element classes the core itself inserts: a caps filter for each
+// caps in a description, upload and download between memories; always in
+// the registry (registry.c).
+extern const reel_element_class reel_capsfilter_class;
+extern const reel_element_class reel_upload_class;
+extern const reel_element_class reel_download_class;
+
 // link.c
 reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity);
 void reel_link_free(reel_link *l);

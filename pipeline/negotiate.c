@@ -112,7 +112,7 @@ static int configure_outputs(reel_element *e, GError **error)
         }
         if (!reel_caps_accepts(down, &out))
             return mismatch(error, e, l->dst, &out, "produces", down, "accepts");
-        if ((rc = reel_limit_check_caps(&out, error)) < 0) {
+        if ((rc = reel_caps_check_limits(&out, error)) < 0) {
             g_prefix_error(error, "element '%s': ", e->name);
             return rc;
         }

@@ -9,8 +9,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "pipeline/internal.h"
 #include "pipeline/parse.h"
-#include "pipeline/suggest.h"
+#include "base/suggest.h"
 #include "reel/caps.h"
 #include "reel/error.h"
 
@@ -171,13 +172,7 @@ static bool build_caps(builder *b, const reel_parse_item *it, size_t index)
         return false;
     }
 
-    const reel_element_class *k = reel_element_class_find("capsfilter");
-    if (!k) {
-        reel_parse_error(b->error, b->d, it->span, "call reel_init() first",
-                         "caps filters need the 'capsfilter' element, which is not registered");
-        return false;
-    }
-    reel_element *e = reel_element_new(k, NULL, &err);
+    reel_element *e = reel_element_new(&reel_capsfilter_class, NULL, &err);
     if (e && reel_element_set(e, "caps", it->text, &err) < 0)
         reel_element_destroy(&e);
     if (!e) {

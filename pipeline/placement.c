@@ -80,15 +80,12 @@ unsigned reel_element_memory(const reel_element *e, bool output)
 }
 
 // Puts a new element of class `klass` on link l: src -> t -> dst.
-static int insert_on_link(reel_pipeline *p, reel_link *l, const char *klass, reel_device *dev, GError **error)
+static int insert_on_link(reel_pipeline *p, reel_link *l, const reel_element_class *k, reel_device *dev,
+                          GError **error)
 {
-    const reel_element_class *k = reel_element_class_find(klass);
-    reel_element *t = k ? reel_element_new(k, NULL, error) : NULL;
-    if (!t) {
-        if (!k)
-            g_set_error(error, REEL_ERROR, REEL_EINTERNAL, "the '%s' element is not registered", klass);
+    reel_element *t = reel_element_new(k, NULL, error);
+    if (!t)
         return REEL_EINTERNAL;
-    }
     int rc = reel_pipeline_add(p, t, error);
     if (rc < 0)
         return rc;
@@ -126,7 +123,7 @@ static int insert_transfers(reel_pipeline *p, GError **error)
                         l->src->name, l->src->device, l->dst->name, l->dst->device, up ? "upload" : "download");
             return REEL_EUNSUPPORTED;
         }
-        int rc = insert_on_link(p, l, up ? "upload" : "download", up ? l->dst->dev : l->src->dev, error);
+        int rc = insert_on_link(p, l, up ? &reel_upload_class : &reel_download_class, up ? l->dst->dev : l->src->dev, error);
         if (rc < 0)
             return rc;
     }

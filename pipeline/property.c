@@ -1,7 +1,7 @@
 // Properties: text ↔ typed fields of an element's private struct, driven by
 // the class's property table.
 #include "pipeline/internal.h"
-#include "pipeline/suggest.h"
+#include "base/suggest.h"
 #include "reel/error.h"
 
 #include <errno.h>

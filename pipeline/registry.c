@@ -14,30 +14,45 @@ static gint by_name(gconstpointer a, gconstpointer b)
     return strcmp(x->name, y->name);
 }
 
+static bool add_locked(const reel_element_class *klass)
+{
+    for (guint i = 0; i + 1 < classes->len; i++)
+        if (strcmp(((reel_element_class *)classes->pdata[i])->name, klass->name) == 0)
+            return false;
+    g_ptr_array_remove_index(classes, classes->len - 1);
+    g_ptr_array_add(classes, (gpointer)klass);
+    g_ptr_array_sort(classes, by_name);
+    g_ptr_array_add(classes, NULL);
+    return true;
+}
+
+// The registry starts with the classes the core inserts itself, so that a
+// description's caps and memory crossings never depend on registration.
+static void ensure_locked(void)
+{
+    if (classes)
+        return;
+    classes = g_ptr_array_new();
+    g_ptr_array_add(classes, NULL);
+    add_locked(&reel_capsfilter_class);
+    add_locked(&reel_upload_class);
+    add_locked(&reel_download_class);
+}
+
 int reel_element_class_register(const reel_element_class *klass)
 {
     g_mutex_lock(&registry_lock);
-    if (!classes) {
-        classes = g_ptr_array_new();
-        g_ptr_array_add(classes, NULL);
-    }
-    bool taken = false;
-    for (guint i = 0; i + 1 < classes->len; i++)
-        taken |= strcmp(((reel_element_class *)classes->pdata[i])->name, klass->name) == 0;
-    if (!taken) {
-        g_ptr_array_remove_index(classes, classes->len - 1);
-        g_ptr_array_add(classes, (gpointer)klass);
-        g_ptr_array_sort(classes, by_name);
-        g_ptr_array_add(classes, NULL);
-    }
+    ensure_locked();
+    bool added = add_locked(klass);
     g_mutex_unlock(&registry_lock);
-    return taken ? REEL_EINVAL : 0;
+    return added ? 0 : REEL_EINVAL;
 }
 
 const reel_element_class *reel_element_class_find(const char *name)
 {
     const reel_element_class *found = NULL;
     g_mutex_lock(&registry_lock);
+    ensure_locked();
     for (guint i = 0; classes && i + 1 < classes->len && !found; i++)
         if (strcmp(((reel_element_class *)classes->pdata[i])->name, name) == 0)
             found = classes->pdata[i];
@@ -47,6 +62,8 @@ const reel_element_class *reel_element_class_find(const char *name)
 
 const reel_element_class *const *reel_element_class_list(void)
 {
-    static const reel_element_class *const none[] = { NULL };
-    return classes ? (const reel_element_class *const *)classes->pdata : none;
+    g_mutex_lock(&registry_lock);
+    ensure_locked();
+    g_mutex_unlock(&registry_lock);
+    return (const reel_element_class *const *)classes->pdata;
 }

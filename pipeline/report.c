@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "pipeline/internal.h"
-#include "pipeline/json.h"
+#include "base/json.h"
 #include "reel/error.h"
 
 int64_t reel_element_input_dropped(const reel_element *e, int pad)

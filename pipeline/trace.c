@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "pipeline/internal.h"
-#include "pipeline/json.h"
+#include "base/json.h"
 #include "reel/error.h"
 
 // A bound per element, so that tracing a long run cannot exhaust memory.

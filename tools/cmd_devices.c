@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "reel/device.h"
-#include "models/cpu/blas.h"
+#include "reel/model.h"
 #include "tools/cli.h"
 
 static const char usage[] =
@@ -41,8 +41,7 @@ static void describe(const reel_device_info *d)
            d->max_workgroup_invocations, d->max_storage_buffer_range);
     if (d->backend == REEL_BACKEND_CPU) {
         // The model runtime's GEMMs: which OpenBLAS kernels run them.
-        const char *note = reel_blas_setup_note();
-        printf("  blas    OpenBLAS %s kernels%s%s\n", reel_blas_corename(), note ? "; " : "", note ? note : "");
+        printf("  blas    %s\n", reel_model_cpu_info());
     }
 }
 

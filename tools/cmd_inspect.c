@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pipeline/suggest.h"
+#include "base/suggest.h"
 #include "reel/reel.h"
 #include "tools/cli.h"
 

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pipeline/json_read.h"
+#include "base/json_read.h"
 #include "fleet/jobs.h"
-#include "pipeline/json.h"
+#include "base/json.h"
 #include "reel/reel.h"
 #include "tools/cli.h"
 

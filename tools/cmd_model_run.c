@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/cpu/blas.h"
-#include "models/session.h"
 #include "reel/device.h"
 #include "reel/error.h"
 #include "reel/limits.h"
@@ -33,30 +31,13 @@ static const struct { reel_dtype dt; const char *descr; } npy_types[] = {
     { REEL_DTYPE_UINT16, "<u2" },
 };
 
-static reel_buffer *tensor_buffer(reel_dtype dt, int rank, const int64_t *shape)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= shape[i];
-    reel_buffer *b = reel_buffer_new((size_t)n * reel_dtype_size(dt));
-    if (!b)
-        return NULL;
-    memset(&b->format, 0, sizeof b->format);
-    b->format.media = REEL_MEDIA_TENSOR;
-    b->format.memory = REEL_MEMORY_HOST;
-    b->format.dtype = dt;
-    b->format.rank = rank;
-    memcpy(b->format.shape, shape, sizeof(int64_t) * (size_t)rank);
-    return b;
-}
-
 // NumPy .npy, versions 1 to 3, C order, float32/int64/uint8 (and the other
 // dtypes reel has).
-static reel_buffer *npy_read(const char *path, GError **error)
+static reel_tensor *npy_read(const char *path, GError **error)
 {
     gchar *data = NULL;
     gsize len = 0;
-    reel_buffer *b = NULL;
+    reel_tensor *b = NULL;
     char *h = NULL;
     if (!g_file_get_contents(path, &data, &len, error))
         return NULL;
@@ -126,11 +107,11 @@ static reel_buffer *npy_read(const char *path, GError **error)
         g_prefix_error(error, "%s: shape: ", path);
         goto done;
     }
-    b = tensor_buffer(dt, rank, shape);
-    size_t need = b ? b->size : 0;
+    b = reel_tensor_new(dt, rank, shape);
+    size_t need = b ? b->nbytes : 0;
     if (!b || off + hlen + need > len) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s: data shorter than its shape", path);
-        reel_buffer_unref(&b);
+        reel_tensor_free(&b);
         goto done;
     }
     if (need)
@@ -141,21 +122,21 @@ done:
     return b;
 }
 
-static int npy_write(const char *path, const reel_buffer *b, GError **error)
+static int npy_write(const char *path, const reel_tensor *b, GError **error)
 {
     const char *descr = NULL;
     for (size_t i = 0; i < G_N_ELEMENTS(npy_types); i++)
-        if (npy_types[i].dt == b->format.dtype)
+        if (npy_types[i].dt == b->dtype)
             descr = npy_types[i].descr;
     if (!descr) {
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s: dtype %s has no .npy form", path,
-                    reel_dtype_name(b->format.dtype));
+                    reel_dtype_name(b->dtype));
         return REEL_EUNSUPPORTED;
     }
     GString *h = g_string_new("");
     g_string_append_printf(h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    for (int i = 0; i < b->format.rank; i++)
-        g_string_append_printf(h, "%" PRId64 "%s", b->format.shape[i], b->format.rank == 1 ? "," : i + 1 < b->format.rank ? ", " : "");
+    for (int i = 0; i < b->rank; i++)
+        g_string_append_printf(h, "%" PRId64 "%s", b->shape[i], b->rank == 1 ? "," : i + 1 < b->rank ? ", " : "");
     g_string_append(h, "), }");
     while ((10 + h->len + 1) % 64)
         g_string_append_c(h, ' ');
@@ -170,7 +151,7 @@ static int npy_write(const char *path, const reel_buffer *b, GError **error)
     unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(h->len & 0xff),
                               (unsigned char)(h->len >> 8) };
     if (fwrite(pre, 1, 10, f) != 10 || fwrite(h->str, 1, h->len, f) != h->len ||
-        (b->size && fwrite(b->data, 1, b->size, f) != b->size))
+        (b->nbytes && fwrite(b->data, 1, b->nbytes, f) != b->nbytes))
         rc = REEL_EIO;
     if (fclose(f) || rc) {
         g_set_error(error, REEL_ERROR, REEL_EIO, "%s: write failed", path);
@@ -190,12 +171,12 @@ static bool parse_int(const char *s, int *out)
     return true;
 }
 
-// Unrefs the n buffers of an array (NULL entries allowed) and frees it.
-static void free_buffers(reel_buffer **b, int n)
+// Frees the n tensors of an array (NULL entries allowed) and the array.
+static void free_tensors(reel_tensor **t, int n)
 {
-    for (int i = 0; b && i < n; i++)
-        reel_buffer_unref(&b[i]);
-    g_free(b);
+    for (int i = 0; t && i < n; i++)
+        reel_tensor_free(&t[i]);
+    g_free(t);
 }
 
 // --precision's value; false for an unknown one.
@@ -273,7 +254,7 @@ int cmd_model_run(int argc, char **argv)
     reel_session *s = NULL;
     reel_device *dev = NULL;
     int n_in = m ? reel_model_n_inputs(m) : 0, n_out = m ? reel_model_n_outputs(m) : 0;
-    reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
+    reel_tensor **in = g_new0(reel_tensor *, n_in + 1), **out = g_new0(reel_tensor *, n_out + 1);
     if (!m)
         goto fail;
     for (guint k = 0; k < specs->len; k++) {
@@ -287,7 +268,7 @@ int cmd_model_run(int argc, char **argv)
             g_set_error(&error, REEL_ERROR, REEL_EINVAL, "--input %s: the model has no input of that name", spec);
             goto fail;
         }
-        reel_buffer_unref(&in[idx]);
+        reel_tensor_free(&in[idx]);
         if (!(in[idx] = npy_read(eq + 1, &error)))
             goto fail;
     }
@@ -328,8 +309,8 @@ fail:
         fprintf(stderr, "reel: model run: %s\n", error->message);
         g_error_free(error);
     }
-    free_buffers(in, n_in);
-    free_buffers(out, n_out);
+    free_tensors(in, n_in);
+    free_tensors(out, n_out);
     reel_session_destroy(&s);
     reel_model_unref(&m);
     reel_device_unref(&dev);
@@ -397,7 +378,7 @@ int cmd_model_bench(int argc, char **argv)
     reel_session *s = NULL;
     reel_device *dev = NULL;
     int n_in = m ? reel_model_n_inputs(m) : 0, n_out = m ? reel_model_n_outputs(m) : 0;
-    reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
+    reel_tensor **in = g_new0(reel_tensor *, n_in + 1), **out = g_new0(reel_tensor *, n_out + 1);
     double *lat = g_new0(double, runs);
     GHashTable *ops = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
     GArray *nodes = g_array_new(FALSE, TRUE, sizeof(op_time)); // in run order
@@ -410,18 +391,18 @@ int cmd_model_bench(int argc, char **argv)
         int64_t shape[REEL_TENSOR_MAX_RANK];
         for (int d = 0; d < io->rank; d++)
             shape[d] = io->dims[d] >= 0 ? io->dims[d] : 1;
-        in[i] = tensor_buffer(io->dtype, io->rank, shape);
+        in[i] = reel_tensor_new(io->dtype, io->rank, shape);
         if (!in[i]) {
             g_set_error(&error, REEL_ERROR, REEL_ENOMEM, "input %s too large", io->name);
             g_rand_free(rand);
             goto fail;
         }
         if (io->dtype == REEL_DTYPE_FLOAT32)
-            for (size_t k = 0; k < in[i]->size / 4; k++)
+            for (size_t k = 0; k < in[i]->nbytes / 4; k++)
                 ((float *)in[i]->data)[k] = (float)g_rand_double_range(rand, -1, 1);
         else if (io->dtype == REEL_DTYPE_UINT8)
-            for (size_t k = 0; k < in[i]->size; k++)
-                in[i]->data[k] = (uint8_t)g_rand_int_range(rand, 0, 256);
+            for (size_t k = 0; k < in[i]->nbytes; k++)
+                ((uint8_t *)in[i]->data)[k] = (uint8_t)g_rand_int_range(rand, 0, 256);
     }
     g_rand_free(rand);
     if (device_spec && !(dev = reel_device_open(device_spec, &error)))
@@ -437,7 +418,7 @@ int cmd_model_bench(int argc, char **argv)
         if (r >= 0)
             lat[r] = (g_get_monotonic_time() - t0) * 1e-3;
         for (int i = 0; i < n_out; i++)
-            reel_buffer_unref(&out[i]);
+            reel_tensor_free(&out[i]);
         if ((profile || slowest) && r >= 0) {
             int nt;
             const reel_session_node_time *t = reel_session_node_times(s, &nt);
@@ -469,10 +450,8 @@ int cmd_model_bench(int argc, char **argv)
         o->nodes++;
     }
     qsort(lat, (size_t)runs, sizeof *lat, cmp_double);
-    printf("%s: %d runs, %d threads, BLAS %s\n", model_path, runs,
-           threads ? threads : (int)g_get_num_processors(), reel_blas_corename());
-    if (reel_blas_setup_note())
-        printf("  (%s)\n", reel_blas_setup_note());
+    printf("%s: %d runs, %d threads, %s\n", model_path, runs, threads ? threads : (int)g_get_num_processors(),
+           reel_model_cpu_info());
     printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, arena %.1f MiB\n", lat[runs / 2],
            lat[(int)(0.9 * (runs - 1) + 0.5)], lat[0], reel_session_arena_bytes(s) / 1048576.0);
     print_placement(s, dev, precision, stdout);
@@ -507,8 +486,8 @@ fail:
         fprintf(stderr, "reel: model bench: %s\n", error->message);
         g_error_free(error);
     }
-    free_buffers(in, n_in);
-    free_buffers(out, n_out);
+    free_tensors(in, n_in);
+    free_tensors(out, n_out);
     g_free(lat);
     g_hash_table_destroy(ops);
     for (guint k = 0; k < nodes->len; k++)

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fleet/connect.h"
+#include "elements/nats_connect.h"
 #include "fleet/job_run.h"
 #include "fleet/jobs.h"
 #include "fleet/worker_health.h"
@@ -332,7 +332,7 @@ int cmd_worker(int argc, char **argv)
         return EXIT_RUNTIME;
     }
     fprintf(stderr, "reel worker %s: taking jobs from %s\n", w.o.name,
-            w.o.url ? w.o.url : reel_fleet_default_url());
+            w.o.url ? w.o.url : reel_nats_default_url());
     w.runs = g_ptr_array_new();
     serve(&w);
     kvStore_Delete(w.f.workers, w.o.name);

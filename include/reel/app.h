@@ -22,6 +22,7 @@
 
 #include "buffer.h"
 #include "element.h"
+#include "export.h"
 
 // ---- appsrc ----------------------------------------------------------------
 //
@@ -34,7 +35,7 @@
 // recycles it), for the application to fill and push. Caller owns it. NULL
 // when the pipeline is not running or the format has no fixed size.
 // Thread-safety: any thread.
-reel_buffer *reel_appsrc_alloc(reel_element *appsrc);
+REEL_API reel_buffer *reel_appsrc_alloc(reel_element *appsrc);
 
 // Queues `buf` to be sent downstream; the appsrc takes ownership, also on
 // failure. Sets frame_number (0, 1, ...) and, when buf->pts is
@@ -48,12 +49,12 @@ reel_buffer *reel_appsrc_alloc(reel_element *appsrc);
 // formats, which stops the run); REEL_EINVAL for an element that is not an
 // appsrc or a push after reel_appsrc_end().
 // Thread-safety: any thread; several pushers are served in turn.
-int reel_appsrc_push(reel_element *appsrc, reel_buffer *buf);
+REEL_API int reel_appsrc_push(reel_element *appsrc, reel_buffer *buf);
 
 // Ends the stream: buffers queued before still go out, then EOS.
 // Returns 0, or REEL_EINVAL for an element that is not an appsrc.
 // Thread-safety: any thread.
-int reel_appsrc_end(reel_element *appsrc);
+REEL_API int reel_appsrc_end(reel_element *appsrc);
 
 // ---- appsink ---------------------------------------------------------------
 //
@@ -68,11 +69,11 @@ int reel_appsrc_end(reel_element *appsrc);
 // timeout, when the pipeline is not running, or once it is aborted or fails.
 // Buffers queued when the run ended are still returned first.
 // Thread-safety: any thread; call after reel_pipeline_start().
-reel_buffer *reel_appsink_pull(reel_element *appsink, int64_t timeout_us);
+REEL_API reel_buffer *reel_appsink_pull(reel_element *appsink, int64_t timeout_us);
 
 // Whether end of stream has reached the appsink and every buffer before it
 // was pulled. Thread-safety: any thread.
-bool reel_appsink_is_eos(reel_element *appsink);
+REEL_API bool reel_appsink_is_eos(reel_element *appsink);
 
 // Called for each buffer instead of queueing it, on the pipeline's thread
 // that runs the appsink; the callee owns `buf`. Keep it short: the pipeline
@@ -81,6 +82,6 @@ typedef void (*reel_appsink_callback)(reel_buffer *buf, void *user);
 
 // Thread-safety: any thread; a call in progress may still use the old
 // callback. Set it before reel_pipeline_start() to see every buffer.
-void reel_appsink_set_callback(reel_element *appsink, reel_appsink_callback fn, void *user);
+REEL_API void reel_appsink_set_callback(reel_element *appsink, reel_appsink_callback fn, void *user);
 
 #endif

@@ -9,8 +9,8 @@
 
 #include "caps.h"
 #include "device.h"
+#include "export.h"
 
-#define REEL_MAX_PLANES 4
 #define REEL_PTS_NONE INT64_MIN
 
 typedef struct reel_pool reel_pool;
@@ -70,44 +70,44 @@ enum {
 };
 
 // A buffer of `size` bytes of host memory, zeroed, not from a pool; refcount 1.
-reel_buffer *reel_buffer_new(size_t size);
+REEL_API reel_buffer *reel_buffer_new(size_t size);
 
 // A buffer holding one frame or tensor of fixed format `f`: planes and strides
 // are set for raw video (rows aligned to 64 bytes), size from the shape for
 // tensors. Returns NULL when f is not fixed or too large (REEL_ENOMEM).
-reel_buffer *reel_buffer_new_format(const reel_caps *f);
+REEL_API reel_buffer *reel_buffer_new_format(const reel_caps *f);
 
 // A buffer over memory that someone else owns (a decoder's frame, a demuxer's
 // packet), so that it travels without a copy. `release(opaque)` is called on
 // the last unref. The caller fills planes and strides for video. Returns
 // NULL (after calling release) when the format is neither fixed nor encoded.
-reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,
+REEL_API reel_buffer *reel_buffer_new_wrapped(const reel_caps *format, uint8_t *data, size_t size,
                                      void (*release)(void *opaque), void *opaque);
 
 // A buffer over device memory holding one frame or tensor of fixed format f
 // (its memory field DEVICE), packed. Takes over the caller's reference on mem.
-reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem);
+REEL_API reel_buffer *reel_buffer_new_device(const reel_caps *f, reel_mem *mem);
 
 // The same for a frame whose planes lie in mem at offsets[] with rows
 // strides[] bytes apart, as a decoder laid them out.
-reel_buffer *reel_buffer_new_device_planes(const reel_caps *f, reel_mem *mem, const size_t *offsets,
+REEL_API reel_buffer *reel_buffer_new_device_planes(const reel_caps *f, reel_mem *mem, const size_t *offsets,
                                            const int *strides);
 
 // Whether a device frame's planes are packed (tensors always are).
-bool reel_buffer_is_packed(const reel_buffer *b);
+REEL_API bool reel_buffer_is_packed(const reel_buffer *b);
 
 // Bytes of a fixed raw-video or tensor format with no row padding: what a
 // transfer to or from device memory moves. 0 for other formats.
-size_t reel_buffer_packed_size(const reel_caps *f);
+REEL_API size_t reel_buffer_packed_size(const reel_caps *f);
 
 // Copies a host frame's visible rows, plane after plane, into dst
 // (reel_buffer_packed_size() bytes), or back from such packed bytes into a
 // host frame's planes. Raw video only.
-void reel_buffer_pack(const reel_buffer *b, uint8_t *dst);
-void reel_buffer_unpack(reel_buffer *b, const uint8_t *src);
+REEL_API void reel_buffer_pack(const reel_buffer *b, uint8_t *dst);
+REEL_API void reel_buffer_unpack(reel_buffer *b, const uint8_t *src);
 // Copies the visible rows of frame bytes laid out as `layout` says (its
 // offsets and strides: a device frame's, read back whole) into host frame b.
-void reel_buffer_unpack_layout(reel_buffer *b, const uint8_t *src, const reel_buffer *layout);
+REEL_API void reel_buffer_unpack_layout(reel_buffer *b, const uint8_t *src, const reel_buffer *layout);
 
 // Copies of a frame or tensor in the other memory, with its fields and
 // metadata: for elements that move data themselves (upload, download, an
@@ -115,39 +115,39 @@ void reel_buffer_unpack_layout(reel_buffer *b, const uint8_t *src, const reel_bu
 // *scratch_size bytes; the caller g_free()s it) is a host buffer reused from
 // call to call. Bytes moved are added to acc (may be NULL). NULL with *error
 // set on failure.
-reel_buffer *reel_buffer_to_host(const reel_buffer *b, uint8_t **scratch, size_t *scratch_size, reel_xfer *acc,
+REEL_API reel_buffer *reel_buffer_to_host(const reel_buffer *b, uint8_t **scratch, size_t *scratch_size, reel_xfer *acc,
                                  GError **error);
-reel_buffer *reel_buffer_to_device(const reel_buffer *b, reel_device *dev, uint8_t **scratch, size_t *scratch_size,
+REEL_API reel_buffer *reel_buffer_to_device(const reel_buffer *b, reel_device *dev, uint8_t **scratch, size_t *scratch_size,
                                    reel_xfer *acc, GError **error);
 
 // Thread-safety: ref and unref may be called from any thread.
-reel_buffer *reel_buffer_ref(reel_buffer *b);
+REEL_API reel_buffer *reel_buffer_ref(reel_buffer *b);
 // Drops one reference and sets *b to NULL; the last one returns the buffer to
 // its pool or frees it. NULL-safe.
-void reel_buffer_unref(reel_buffer **b);
+REEL_API void reel_buffer_unref(reel_buffer **b);
 
 // Whether the caller holds the only reference.
-bool reel_buffer_is_writable(const reel_buffer *b);
+REEL_API bool reel_buffer_is_writable(const reel_buffer *b);
 // Replaces *b with a writable buffer of the same contents and metadata
 // (a copy when *b is shared; in device memory, a copy on the same device
 // made through the host's view of it). Returns 0 or REEL_ENOMEM (also for
 // shared device memory the host cannot see).
-int reel_buffer_make_writable(reel_buffer **b);
+REEL_API int reel_buffer_make_writable(reel_buffer **b);
 // A deep copy with refcount 1 (contents, fields and copyable metadata), in
 // host memory; NULL for a buffer in device memory.
-reel_buffer *reel_buffer_copy(const reel_buffer *b);
+REEL_API reel_buffer *reel_buffer_copy(const reel_buffer *b);
 
 // Attaches metadata; the buffer takes ownership of data (freed with
 // type->free). Several metas of one type may be attached.
-void reel_buffer_add_meta(reel_buffer *b, const reel_meta_type *type, void *data);
+REEL_API void reel_buffer_add_meta(reel_buffer *b, const reel_meta_type *type, void *data);
 // Copies what src says about its contents to dst: timestamps, time base,
 // stream id, frame number, flags, and every meta that can be copied. An
 // element that makes a new buffer from an old one (a conversion) calls it.
-void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src);
+REEL_API void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src);
 // The first meta of `type`, or NULL.
-void *reel_buffer_get_meta(const reel_buffer *b, const reel_meta_type *type);
+REEL_API void *reel_buffer_get_meta(const reel_buffer *b, const reel_meta_type *type);
 // Iterates metas of one type (type NULL: all): pass NULL for the first call.
-reel_meta *reel_buffer_next_meta(const reel_buffer *b, reel_meta *prev,
+REEL_API reel_meta *reel_buffer_next_meta(const reel_buffer *b, reel_meta *prev,
                                  const reel_meta_type *type, void **data);
 
 // Pools recycle buffers of one fixed format: the last unref of a pooled
@@ -155,12 +155,12 @@ reel_meta *reel_buffer_next_meta(const reel_buffer *b, reel_meta *prev,
 // buffer comes back.
 // Thread-safety: one thread at a time acquires (the owning element); buffers
 // may come back from any thread, without taking a lock.
-reel_pool *reel_pool_new(const reel_caps *format);
+REEL_API reel_pool *reel_pool_new(const reel_caps *format);
 // Returns a recycled or new buffer (refcount 1, metadata cleared, fields reset),
 // or NULL when the format cannot be allocated.
-reel_buffer *reel_pool_acquire(reel_pool *pool);
+REEL_API reel_buffer *reel_pool_acquire(reel_pool *pool);
 // The owner's release; NULL-safe, sets *pool to NULL.
-void reel_pool_release(reel_pool **pool);
+REEL_API void reel_pool_release(reel_pool **pool);
 
 // What pools allocated: for one pool, or summed over every pool the process
 // made. After a run has stopped, outstanding (and pools_open) not being 0
@@ -170,8 +170,8 @@ typedef struct reel_pool_stats {
     long allocated;    // buffers created, not counting recycled ones
     long outstanding;  // acquired and not yet returned
 } reel_pool_stats;
-reel_pool_stats reel_pool_get_stats(const reel_pool *pool);
-reel_pool_stats reel_pool_get_totals(void);
+REEL_API reel_pool_stats reel_pool_get_stats(const reel_pool *pool);
+REEL_API reel_pool_stats reel_pool_get_totals(void);
 
 // Process-wide counts, for tests and leak checks: buffers alive (allocated
 // and not freed or returned to a pool) now and at most since the last reset.
@@ -179,7 +179,7 @@ typedef struct reel_buffer_stats {
     long live, peak_live;
     long allocated;  // buffers created (not recycled) so far
 } reel_buffer_stats;
-reel_buffer_stats reel_buffer_get_stats(void);
-void reel_buffer_reset_peak(void);
+REEL_API reel_buffer_stats reel_buffer_get_stats(void);
+REEL_API void reel_buffer_reset_peak(void);
 
 #endif

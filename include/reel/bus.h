@@ -3,6 +3,7 @@
 #define REEL_BUS_H
 
 #include <stdint.h>
+#include "export.h"
 
 typedef enum reel_message_type {
     REEL_MESSAGE_ERROR,   // the pipeline stops
@@ -26,6 +27,6 @@ typedef struct reel_message {
 // thread-safe. `msg` is valid during the call only.
 typedef void (*reel_bus_handler)(const reel_message *msg, void *user);
 
-const char *reel_message_type_name(reel_message_type t);
+REEL_API const char *reel_message_type_name(reel_message_type t);
 
 #endif

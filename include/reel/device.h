@@ -13,6 +13,7 @@
 #include <glib.h>
 
 #include "error.h"
+#include "export.h"
 
 typedef struct reel_device reel_device;
 typedef struct reel_mem reel_mem;
@@ -34,8 +35,8 @@ typedef enum reel_device_type {
 } reel_device_type;
 
 // "cpu", "vulkan"; "discrete", "integrated", "virtual", "cpu", "other".
-const char *reel_backend_name(reel_backend b);
-const char *reel_device_type_name(reel_device_type t);
+REEL_API const char *reel_backend_name(reel_backend b);
+REEL_API const char *reel_device_type_name(reel_device_type t);
 
 #define REEL_DEVICE_MAX_HEAPS 16
 
@@ -74,7 +75,7 @@ typedef struct reel_device_info {
 // physical device in driver order. Returns the count and sets *out to an
 // array the caller frees with g_free(); never fails (no Vulkan driver simply
 // means only the cpu device). Thread-safety: safe from any thread.
-int reel_device_list(reel_device_info **out);
+REEL_API int reel_device_list(reel_device_info **out);
 
 // Opens a device by spec:
 //   "cpu"       the cpu backend
@@ -89,27 +90,27 @@ int reel_device_list(reel_device_info **out);
 // or REEL_EUNSUPPORTED when the driver refuses). With REEL_VULKAN_VALIDATION=1
 // in the environment Vulkan devices run with the Khronos validation layer.
 // Thread-safety: safe from any thread.
-reel_device *reel_device_open(const char *spec, GError **error);
+REEL_API reel_device *reel_device_open(const char *spec, GError **error);
 
 // Thread-safety: ref and unref from any thread. Unref sets *dev to NULL and
 // is NULL-safe; the last one waits for the device's work and frees it (memory
 // still referenced keeps its device alive).
-reel_device *reel_device_ref(reel_device *dev);
-void reel_device_unref(reel_device **dev);
+REEL_API reel_device *reel_device_ref(reel_device *dev);
+REEL_API void reel_device_unref(reel_device **dev);
 
 // Owned by dev, valid while dev is.
-const reel_device_info *reel_device_info_of(const reel_device *dev);
+REEL_API const reel_device_info *reel_device_info_of(const reel_device *dev);
 
 // Caps the bytes of memory this device may hold (live plus pooled); 0 lifts
 // the cap. Pooled idle memory is freed first when a new allocation would
 // exceed it. Devices start without a cap; a pipeline opens its own device and
 // sets its budget there. Thread-safety: any thread.
-void reel_device_set_budget(reel_device *dev, uint64_t bytes);
+REEL_API void reel_device_set_budget(reel_device *dev, uint64_t bytes);
 
 // Blocks until the device's timeline reaches `point` (a ready point or a
 // dispatch's point); 0 waits for everything submitted so far. Returns 0 or
 // REEL_EDEVICE_LOST. Thread-safety: any thread.
-int reel_device_wait(reel_device *dev, uint64_t point);
+REEL_API int reel_device_wait(reel_device *dev, uint64_t point);
 
 // Counters since the device was opened. Thread-safety: any thread; each field
 // is read atomically, the set is not a snapshot.
@@ -122,11 +123,11 @@ typedef struct reel_device_stats {
     int64_t bytes_to_host;   // device memory -> host memory, by download
     int64_t dispatches;
 } reel_device_stats;
-void reel_device_get_stats(reel_device *dev, reel_device_stats *out);
+REEL_API void reel_device_get_stats(reel_device *dev, reel_device_stats *out);
 
 // Validation messages (warnings and errors) the Vulkan layer has reported in
 // this process. Tests assert it stays 0. Thread-safety: any thread.
-int64_t reel_device_validation_messages(void);
+REEL_API int64_t reel_device_validation_messages(void);
 
 // ---- memory ---------------------------------------------------------------
 
@@ -137,7 +138,7 @@ typedef enum reel_mem_domain {
     REEL_MEM_DOMAIN_COUNT,
 } reel_mem_domain;
 
-const char *reel_mem_domain_name(reel_mem_domain d); // "host", "device", "device-mapped"
+REEL_API const char *reel_mem_domain_name(reel_mem_domain d); // "host", "device", "device-mapped"
 
 typedef struct reel_mem_params {
     size_t size;            // bytes; > 0
@@ -155,13 +156,13 @@ typedef struct reel_mem_params {
 // names the device, the domain and the figures), REEL_EUNSUPPORTED for a
 // domain the device lacks, REEL_EINVAL for size 0.
 // Thread-safety: any thread.
-reel_mem *reel_mem_new(reel_device *dev, const reel_mem_params *params, GError **error);
+REEL_API reel_mem *reel_mem_new(reel_device *dev, const reel_mem_params *params, GError **error);
 
 // Thread-safety: any thread. The last unref returns the memory to its pool
 // (or frees it); memory still used by submitted GPU work is only reused or
 // freed after that work, so unref never waits.
-reel_mem *reel_mem_ref(reel_mem *m);
-void reel_mem_unref(reel_mem **m);
+REEL_API reel_mem *reel_mem_ref(reel_mem *m);
+REEL_API void reel_mem_unref(reel_mem **m);
 
 // Views start at multiples of this: every Vulkan device binds a storage
 // buffer at such an offset (minStorageBufferOffsetAlignment is at most 256).
@@ -175,16 +176,16 @@ void reel_mem_unref(reel_mem **m);
 // first's parent), or NULL with *error set: REEL_EINVAL for size 0, a range
 // outside parent or an offset that is not a multiple of REEL_MEM_VIEW_ALIGN.
 // Thread-safety: any thread.
-reel_mem *reel_mem_new_view(reel_mem *parent, size_t offset, size_t size, GError **error);
+REEL_API reel_mem *reel_mem_new_view(reel_mem *parent, size_t offset, size_t size, GError **error);
 
-size_t reel_mem_size(const reel_mem *m);
-reel_mem_domain reel_mem_domain_of(const reel_mem *m);
-reel_device *reel_mem_device(const reel_mem *m); // borrowed
+REEL_API size_t reel_mem_size(const reel_mem *m);
+REEL_API reel_mem_domain reel_mem_domain_of(const reel_mem *m);
+REEL_API reel_device *reel_mem_device(const reel_mem *m); // borrowed
 
 // The timeline point after which the contents are valid (the last write's).
 // GPU work that reads m waits for it on the GPU; reel_device_wait() on it
 // blocks the host. 0 means valid now.
-uint64_t reel_mem_ready_point(const reel_mem *m);
+REEL_API uint64_t reel_mem_ready_point(const reel_mem *m);
 
 enum { REEL_MAP_READ = 1 << 0, REEL_MAP_WRITE = 1 << 1 };
 
@@ -193,8 +194,8 @@ enum { REEL_MAP_READ = 1 << 0, REEL_MAP_WRITE = 1 << 1 };
 // the host first: for the last write (READ) and for every pending use (WRITE).
 // REEL_EUNSUPPORTED for memory the host cannot see. Thread-safety: the caller
 // must not map one mem from two threads that write.
-int reel_mem_map(reel_mem *m, unsigned flags, void **ptr);
-void reel_mem_unmap(reel_mem *m);
+REEL_API int reel_mem_map(reel_mem *m, unsigned flags, void **ptr);
+REEL_API void reel_mem_unmap(reel_mem *m);
 
 // Bytes moved host <-> device by one caller (an element), added to by the
 // transfer calls below. Not atomic: one per caller.
@@ -211,8 +212,8 @@ typedef struct reel_xfer {
 // Returns 0, REEL_EINVAL for a range outside m, REEL_ENOMEM_DEVICE when no
 // staging memory is left, REEL_EDEVICE_LOST. Thread-safety: any thread; two
 // writers of one mem race as they would on any memory.
-int reel_mem_upload(reel_mem *m, size_t offset, const void *src, size_t size, reel_xfer *acc);
-int reel_mem_download(reel_mem *m, size_t offset, void *dst, size_t size, reel_xfer *acc);
+REEL_API int reel_mem_upload(reel_mem *m, size_t offset, const void *src, size_t size, reel_xfer *acc);
+REEL_API int reel_mem_download(reel_mem *m, size_t offset, void *dst, size_t size, reel_xfer *acc);
 
 // ---- kernels --------------------------------------------------------------
 
@@ -256,10 +257,10 @@ typedef struct reel_kernel_params {
 // for an unknown name, a local_size beyond the device's limit or more
 // constants than the kernel takes).
 // Thread-safety: any thread.
-reel_kernel *reel_kernel_create(reel_device *dev, const reel_kernel_params *params, GError **error);
+REEL_API reel_kernel *reel_kernel_create(reel_device *dev, const reel_kernel_params *params, GError **error);
 // Waits for the kernel's pending dispatches, frees it, sets *k to NULL. NULL-safe.
-void reel_kernel_destroy(reel_kernel **k);
-uint32_t reel_kernel_local_size(const reel_kernel *k);
+REEL_API void reel_kernel_destroy(reel_kernel **k);
+REEL_API uint32_t reel_kernel_local_size(const reel_kernel *k);
 
 typedef struct reel_dispatch_params {
     reel_mem *buffers[REEL_KERNEL_MAX_BUFFERS]; // in binding order; as many as the kernel takes
@@ -276,7 +277,7 @@ typedef struct reel_dispatch_params {
 // returned in *point (may be NULL). The host does not wait. Returns 0,
 // REEL_EINVAL (wrong buffer count, push size, buffer from another device),
 // REEL_EDEVICE_LOST. Thread-safety: any thread.
-int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *params, uint64_t *point);
+REEL_API int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *params, uint64_t *point);
 
 // A batch: dispatches that go to the device together, in one submission
 // (one command buffer, each dispatch seeing the writes of those before it),
@@ -285,16 +286,16 @@ int reel_kernel_dispatch(reel_kernel *k, const reel_dispatch_params *params, uin
 // without batching run each dispatch as it is added.
 // Thread-safety: one thread at a time per batch.
 typedef struct reel_batch reel_batch;
-reel_batch *reel_batch_new(reel_device *dev);
-void reel_batch_free(reel_batch **b); // submits what is left first
+REEL_API reel_batch *reel_batch_new(reel_device *dev);
+REEL_API void reel_batch_free(reel_batch **b); // submits what is left first
 // Adds a dispatch (the arguments are checked as reel_kernel_dispatch checks
 // them). Returns 0 or REEL_EINVAL / REEL_EDEVICE_LOST.
-int reel_batch_dispatch(reel_batch *b, reel_kernel *k, const reel_dispatch_params *params);
+REEL_API int reel_batch_dispatch(reel_batch *b, reel_kernel *k, const reel_dispatch_params *params);
 // Submits the dispatches added since the last submission; *point (may be
 // NULL) gets the point after which all of them are done (0 when none).
-int reel_batch_submit(reel_batch *b, uint64_t *point);
+REEL_API int reel_batch_submit(reel_batch *b, uint64_t *point);
 // Dispatches added since the last submission.
-int reel_batch_size(const reel_batch *b);
+REEL_API int reel_batch_size(const reel_batch *b);
 
 // A recording: a batch's dispatches recorded once (one command buffer on
 // Vulkan) and submitted again as often as wanted, for work whose buffers,
@@ -307,19 +308,19 @@ typedef struct reel_recording reel_recording;
 // Takes the dispatches added to b since its last submission into a new
 // recording (b is left empty; nothing is submitted). NULL with *error set
 // when b holds none (REEL_EINVAL) or the device refuses (REEL_ENOMEM_DEVICE).
-reel_recording *reel_batch_record(reel_batch *b, GError **error);
+REEL_API reel_recording *reel_batch_record(reel_batch *b, GError **error);
 // Submits r; *point (may be NULL) gets the point after which it is done.
 // Returns 0 or REEL_ENOMEM_DEVICE / REEL_EDEVICE_LOST.
-int reel_recording_submit(reel_recording *r, uint64_t *point);
-int reel_recording_dispatches(const reel_recording *r);
+REEL_API int reel_recording_submit(reel_recording *r, uint64_t *point);
+REEL_API int reel_recording_dispatches(const reel_recording *r);
 // Waits for r's submissions, then frees it and its references; sets *r to
 // NULL. NULL-safe.
-void reel_recording_free(reel_recording **r);
+REEL_API void reel_recording_free(reel_recording **r);
 
 // Waits for the dispatch at `point` and returns its execution time in *ns:
 // GPU timestamps on Vulkan, the function's wall time on the cpu backend.
 // REEL_EINVAL when that dispatch was not timed or its time is no longer kept
 // (the last 256 are). Thread-safety: any thread.
-int reel_device_dispatch_time(reel_device *dev, uint64_t point, int64_t *ns);
+REEL_API int reel_device_dispatch_time(reel_device *dev, uint64_t point, int64_t *ns);
 
 #endif

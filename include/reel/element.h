@@ -10,6 +10,7 @@
 
 #include "buffer.h"
 #include "caps.h"
+#include "export.h"
 
 typedef struct reel_element reel_element;
 typedef struct reel_pipeline reel_pipeline;
@@ -51,10 +52,10 @@ typedef struct reel_prop {
 } reel_prop;
 
 // "int", "enum", ...
-const char *reel_prop_type_name(reel_prop_type t);
+REEL_API const char *reel_prop_type_name(reel_prop_type t);
 // What a valid value looks like ("an integer in 1..100", "one of: a, b").
 // Caller frees (g_free).
-char *reel_prop_describe_values(const reel_prop *prop);
+REEL_API char *reel_prop_describe_values(const reel_prop *prop);
 
 // ---- classes ---------------------------------------------------------------
 
@@ -143,90 +144,90 @@ typedef struct reel_element_class {
 
 // Registers a class (static storage; names are unique). Returns REEL_EINVAL
 // when the name is taken. Thread-safety: call before building pipelines.
-int reel_element_class_register(const reel_element_class *klass);
+REEL_API int reel_element_class_register(const reel_element_class *klass);
 // The class called `name`, or NULL.
-const reel_element_class *reel_element_class_find(const char *name);
+REEL_API const reel_element_class *reel_element_class_find(const char *name);
 // Every registered class, sorted by name; NULL-terminated, owned by reel.
-const reel_element_class *const *reel_element_class_list(void);
+REEL_API const reel_element_class *const *reel_element_class_list(void);
 // The property called `name` of a class, or NULL.
-const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const char *name);
+REEL_API const reel_prop *reel_element_class_find_prop(const reel_element_class *k, const char *name);
 // Whether elements of the class accept property `name`: one of its table, or
 // one every element has: `name`, `device` (where it runs; default: the
 // pipeline's device) and `stream-id` (the id a source stamps on the buffers
 // it makes; default: its index among the pipeline's sources, in the order
 // they were added).
-bool reel_element_class_has_property(const reel_element_class *k, const char *name);
+REEL_API bool reel_element_class_has_property(const reel_element_class *k, const char *name);
 
 // ---- element instances -----------------------------------------------------
 
 // A new element of class `klass` named `name`. With name NULL it is called
 // after its class until reel_pipeline_add() numbers it (testsrc0, testsrc1,
 // ...). Returns NULL and sets *error when init fails.
-reel_element *reel_element_new(const reel_element_class *klass, const char *name, GError **error);
+REEL_API reel_element *reel_element_new(const reel_element_class *klass, const char *name, GError **error);
 // Frees an element not added to a pipeline. NULL-safe; sets *e to NULL.
-void reel_element_destroy(reel_element **e);
+REEL_API void reel_element_destroy(reel_element **e);
 
-const char *reel_element_name(const reel_element *e);
+REEL_API const char *reel_element_name(const reel_element *e);
 // The device the element was asked to run on (its `device` property), or
 // NULL for the pipeline's.
-const char *reel_element_device_request(const reel_element *e);
-const reel_element_class *reel_element_get_class(const reel_element *e);
-void *reel_element_priv(reel_element *e);
-reel_pipeline *reel_element_pipeline(reel_element *e);
+REEL_API const char *reel_element_device_request(const reel_element *e);
+REEL_API const reel_element_class *reel_element_get_class(const reel_element *e);
+REEL_API void *reel_element_priv(reel_element *e);
+REEL_API reel_pipeline *reel_element_pipeline(reel_element *e);
 
 // Sets a property from its text form, checked against the table. On failure
 // returns REEL_EINVAL and sets *error with a message that names the element,
 // the property and the accepted values (and a close name when unknown).
-int reel_element_set(reel_element *e, const char *prop, const char *value, GError **error);
+REEL_API int reel_element_set(reel_element *e, const char *prop, const char *value, GError **error);
 // The property's current value as text (g_free it), or NULL if unknown.
-char *reel_element_get(reel_element *e, const char *prop);
+REEL_API char *reel_element_get(reel_element *e, const char *prop);
 
 // The device the element runs on, decided when the pipeline is prepared
 // (borrowed; valid until the pipeline is destroyed).
-reel_device *reel_element_device(reel_element *e);
+REEL_API reel_device *reel_element_device(reel_element *e);
 // The element's own count of bytes moved between host and device memory:
 // pass it to reel_mem_upload()/reel_mem_download(); the report shows it.
-reel_xfer *reel_element_xfer(reel_element *e);
+REEL_API reel_xfer *reel_element_xfer(reel_element *e);
 
 // Records, when the pipeline traces, a GPU dispatch the element submitted
 // (timed: reel_dispatch_params.timestamp) at timeline `point`, shown as a
 // span named `what` on the device's track of the trace. Cheap otherwise.
-void reel_element_trace_dispatch(reel_element *e, const char *what, uint64_t point);
+REEL_API void reel_element_trace_dispatch(reel_element *e, const char *what, uint64_t point);
 
 // Number of linked inputs/outputs.
-int reel_element_n_inputs(const reel_element *e);
-int reel_element_n_outputs(const reel_element *e);
+REEL_API int reel_element_n_inputs(const reel_element *e);
+REEL_API int reel_element_n_outputs(const reel_element *e);
 
 // The element linked to input or output `pad` (NULL when none): for an
 // element that takes its defaults from a neighbour (preprocess from the
 // model of the infer after it).
-reel_element *reel_element_upstream(const reel_element *e, int pad);
-reel_element *reel_element_downstream(const reel_element *e, int pad);
+REEL_API reel_element *reel_element_upstream(const reel_element *e, int pad);
+REEL_API reel_element *reel_element_downstream(const reel_element *e, int pad);
 
 // Whether the pipeline runs with placement=strict: work an element cannot
 // do on its device is then an error, not a fallback.
-bool reel_element_placement_strict(const reel_element *e);
+REEL_API bool reel_element_placement_strict(const reel_element *e);
 
 // Adds to what the report says about where the element ran: for work it
 // could not do on its device (a model that ran on the cpu). Call from the
 // element's own callbacks.
-void reel_element_note_placement(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+REEL_API void reel_element_note_placement(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 // Whether property `name` was set (by text, a file or the API) rather than
 // left at its default: defaults from a model's manifest apply only then.
-bool reel_element_prop_is_set(const reel_element *e, const char *name);
+REEL_API bool reel_element_prop_is_set(const reel_element *e, const char *name);
 
 // Negotiated formats, valid from `configure` (inputs) and `start` (all).
 // These are the formats the run starts with: after a mid-stream change (a
 // new resolution) each buffer's own `format` is the truth.
-const reel_caps *reel_element_input_format(const reel_element *e, int pad);
-const reel_caps *reel_element_output_format(const reel_element *e, int pad);
+REEL_API const reel_caps *reel_element_input_format(const reel_element *e, int pad);
+REEL_API const reel_caps *reel_element_output_format(const reel_element *e, int pad);
 // What the element linked to output `pad` asked for in pass 1.
-const reel_caps *reel_element_output_want(const reel_element *e, int pad);
+REEL_API const reel_caps *reel_element_output_want(const reel_element *e, int pad);
 
 // A buffer of output `pad`'s negotiated format from the pad's pool.
 // Returns NULL (and reports REEL_ENOMEM) on failure.
-reel_buffer *reel_element_alloc(reel_element *e, int pad);
+REEL_API reel_buffer *reel_element_alloc(reel_element *e, int pad);
 
 // Hands `buf` to the element linked to output `pad` (ownership passes, also
 // on failure). Returns 0, REEL_ESTOPPED when the pipeline is stopping, or
@@ -234,48 +235,48 @@ reel_buffer *reel_element_alloc(reel_element *e, int pad);
 // the last one sent and the receiver does not accept it: a format change
 // mid-stream is renegotiated this way, buffer by buffer.
 // Thread-safety: only from the element's own callbacks.
-int reel_element_push(reel_element *e, int pad, reel_buffer *buf);
+REEL_API int reel_element_push(reel_element *e, int pad, reel_buffer *buf);
 
 // Reports a failure: posts an error naming the element on the bus and returns
 // `code`, so that `return reel_element_error(e, REEL_EIO, "...", ...)` reads well.
-int reel_element_error(reel_element *e, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-void reel_element_warning(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+REEL_API int reel_element_error(reel_element *e, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+REEL_API void reel_element_warning(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 // Posts an informational message (for example a checksum at end of stream).
-void reel_element_info(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+REEL_API void reel_element_info(reel_element *e, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 // Whether the pipeline asked its sources to stop (EOS or abort). Blocking
 // sources check this to end a wait early.
-bool reel_element_should_stop(const reel_element *e);
+REEL_API bool reel_element_should_stop(const reel_element *e);
 
 // Whether the pipeline is being aborted or failed (not a requested end of
 // stream): elements waiting to hand data on give up only then.
-bool reel_element_is_aborting(const reel_element *e);
+REEL_API bool reel_element_is_aborting(const reel_element *e);
 
 // Sleeps until the monotonic time `deadline_us` (g_get_monotonic_time())
 // or until the pipeline stops, whichever is first. Returns false when woken
 // by a stop. For blocking sources that pace themselves.
-bool reel_element_wait_until(reel_element *e, int64_t deadline_us);
+REEL_API bool reel_element_wait_until(reel_element *e, int64_t deadline_us);
 
 // Asks for the class's `timeout` hook to run once the monotonic time
 // `deadline_us` (g_get_monotonic_time()) has come, replacing an earlier
 // request that has not fired; 0 cancels. Call from the element's own hooks
 // (start, process, timeout). Nothing fires after the element has finished.
-void reel_element_wake_at(reel_element *e, int64_t deadline_us);
+REEL_API void reel_element_wake_at(reel_element *e, int64_t deadline_us);
 
 // A source that knows how many frames it will produce (a file's frame count)
 // says so; progress messages then show done/total and an ETA. -1: unknown.
-void reel_element_set_expected_frames(reel_element *e, int64_t frames);
+REEL_API void reel_element_set_expected_frames(reel_element *e, int64_t frames);
 
 // Whether this source runs on a thread of its own instead of the pool's
 // workers: for sources that block on I/O or pace themselves. Defaults to the
 // class's REEL_CLASS_BLOCKING flag; call from `start`.
-void reel_element_set_blocking(reel_element *e, bool blocking);
+REEL_API void reel_element_set_blocking(reel_element *e, bool blocking);
 
 // A source says it runs live (a camera, a network stream, a paced test
 // source) once it knows, from `start` or later; `reel run` then shows a live
 // status line. Off at the start of each run.
-void reel_element_set_live(reel_element *e, bool live);
-bool reel_element_is_live(const reel_element *e);
+REEL_API void reel_element_set_live(reel_element *e, bool live);
+REEL_API bool reel_element_is_live(const reel_element *e);
 
 // What happens when a link is full: wait (no), drop the newest buffer
 // (upstream) or the oldest queued one (downstream).
@@ -287,9 +288,9 @@ typedef enum reel_leaky {
 
 // Sets the capacity (buffers) and drop policy of the link into input `pad`.
 // Call from `start`.
-void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky);
+REEL_API void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky);
 // Sets the byte bound of the link into input `pad` (0: the pipeline's
 // queue-max-bytes); it applies from the next start.
-void reel_element_configure_input_bytes(reel_element *e, int pad, int64_t max_bytes);
+REEL_API void reel_element_configure_input_bytes(reel_element *e, int pad, int64_t max_bytes);
 
 #endif

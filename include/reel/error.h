@@ -3,6 +3,7 @@
 #define REEL_ERROR_H
 
 #include <glib.h>
+#include "export.h"
 
 // Functions return 0 on success or a negative code below. End of stream and
 // "try again" are flow codes, not failures.
@@ -22,11 +23,11 @@ enum {
 };
 
 // A static, human-readable name for a code ("invalid argument"). Never NULL.
-const char *reel_strerror(int code);
+REEL_API const char *reel_strerror(int code);
 
 // GError domain of every error reel reports through GError; the error's code
 // is one of the REEL_E* values above.
 #define REEL_ERROR (reel_error_quark())
-GQuark reel_error_quark(void);
+REEL_API GQuark reel_error_quark(void);
 
 #endif

@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include <glib.h>
 
-#include "caps.h"
+#include "format.h"
+#include "export.h"
 
 typedef enum reel_limit {
     REEL_LIMIT_MODEL_BYTES,   // REEL_MAX_MODEL_BYTES: size of a model file; 2 GiB (protobuf's own bound)
@@ -22,29 +23,25 @@ typedef enum reel_limit {
 } reel_limit;
 
 // Tensors have at most this many dims (models and caps alike).
-#define REEL_LIMIT_RANK 8
+#define REEL_LIMIT_RANK REEL_TENSOR_MAX_RANK
 
 // The limit in force: the environment variable when it holds a positive
 // integer, else the default. Thread-safety: any thread (the environment is
 // read once, on first use).
-int64_t reel_limit_get(reel_limit which);
+REEL_API int64_t reel_limit_get(reel_limit which);
 // The environment variable that overrides it ("REEL_MAX_MODEL_BYTES").
-const char *reel_limit_env(reel_limit which);
+REEL_API const char *reel_limit_env(reel_limit which);
 
 // Checks a frame size against REEL_LIMIT_FRAME_SIDE and _PIXELS. Returns 0,
 // or REEL_EUNSUPPORTED with *error saying which limit "WxH" exceeds (the
 // caller prefixes who claimed it).
-int reel_limit_check_frame(int width, int height, GError **error);
+REEL_API int reel_limit_check_frame(int width, int height, GError **error);
 
 // Checks a tensor shape: rank, non-negative dims, element count and bytes
 // (elements * elem_size) against REEL_LIMIT_TENSOR_BYTES, all without
 // overflow. Returns 0, or REEL_EUNSUPPORTED / REEL_EFORMAT with *error set.
 // *nbytes (may be NULL) receives the size on success.
-int reel_limit_check_tensor(int rank, const int64_t *shape, size_t elem_size, int64_t *nbytes,
+REEL_API int reel_limit_check_tensor(int rank, const int64_t *shape, size_t elem_size, int64_t *nbytes,
                             GError **error);
-
-// Checks the frame size of video caps and the shape of tensor caps (fields
-// left open pass). Returns 0 or the code of the check that failed.
-int reel_limit_check_caps(const reel_caps *f, GError **error);
 
 #endif

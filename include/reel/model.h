@@ -10,21 +10,22 @@
 #include <stdint.h>
 #include <glib.h>
 
-#include "buffer.h"
-#include "caps.h"
+#include "device.h"
+#include "format.h"
+#include "tensor.h"
+#include "export.h"
 
 typedef struct reel_model reel_model;
 typedef struct reel_session reel_session;
 
-#define REEL_MODEL_MAX_RANK 8
 
 // One input or output of a model as declared (dims -1 where symbolic).
 typedef struct reel_model_io {
     const char *name;
     reel_dtype dtype;
     int rank;
-    int64_t dims[REEL_MODEL_MAX_RANK];
-    const char *dim_names[REEL_MODEL_MAX_RANK]; // symbolic names, or NULL
+    int64_t dims[REEL_TENSOR_MAX_RANK];
+    const char *dim_names[REEL_TENSOR_MAX_RANK]; // symbolic names, or NULL
 } reel_model_io;
 
 // Loads an ONNX file (external data files are looked up beside it), builds
@@ -33,18 +34,18 @@ typedef struct reel_model_io {
 // read), REEL_EFORMAT (malformed: the message names the node or tensor) or
 // REEL_EUNSUPPORTED (the message lists every unsupported node by name and op).
 // Thread-safety: safe from any thread.
-reel_model *reel_model_load(const char *path, GError **error);
+REEL_API reel_model *reel_model_load(const char *path, GError **error);
 // The same from a serialized ONNX model in memory (the caller keeps `data`).
 // `name` stands for it in messages (NULL: "(memory)"); a model with external
 // data is refused with REEL_EFORMAT, as there is no directory to read it from.
-reel_model *reel_model_load_data(const void *data, size_t size, const char *name, GError **error);
-reel_model *reel_model_ref(reel_model *m);
-void reel_model_unref(reel_model **m);
+REEL_API reel_model *reel_model_load_data(const void *data, size_t size, const char *name, GError **error);
+REEL_API reel_model *reel_model_ref(reel_model *m);
+REEL_API void reel_model_unref(reel_model **m);
 
-int reel_model_n_inputs(const reel_model *m);
-int reel_model_n_outputs(const reel_model *m);
-const reel_model_io *reel_model_input(const reel_model *m, int i);
-const reel_model_io *reel_model_output(const reel_model *m, int i);
+REEL_API int reel_model_n_inputs(const reel_model *m);
+REEL_API int reel_model_n_outputs(const reel_model *m);
+REEL_API const reel_model_io *reel_model_input(const reel_model *m, int i);
+REEL_API const reel_model_io *reel_model_output(const reel_model *m, int i);
 
 // What `reel model info` prints.
 typedef struct reel_model_summary {
@@ -55,7 +56,7 @@ typedef struct reel_model_summary {
     int64_t flops;                // multiply-adds x2 of Conv/Gemm/MatMul at the declared static shapes; -1 unknown
     GHashTable *op_histogram;     // op name -> GINT_TO_POINTER(count); owned by the model
 } reel_model_summary;
-void reel_model_summarize(const reel_model *m, reel_model_summary *out);
+REEL_API void reel_model_summarize(const reel_model *m, reel_model_summary *out);
 
 // How a session's float32 tensors are kept on a device.
 typedef enum reel_precision {
@@ -81,18 +82,21 @@ typedef struct reel_session_params {
 
 // Fails with REEL_EINVAL (no model) or REEL_EUNSUPPORTED (precision=fp16 on
 // the cpu or on a device without 16-bit floats: the message names it).
-reel_session *reel_session_new(reel_model *m, const reel_session_params *params, GError **error);
-void reel_session_destroy(reel_session **s);
+REEL_API reel_session *reel_session_new(reel_model *m, const reel_session_params *params, GError **error);
+REEL_API void reel_session_destroy(reel_session **s);
 
-// Runs one inference. inputs: one host tensor buffer (format.media TENSOR) per
-// model input, in model order; outputs: filled with new buffers the caller
-// unrefs. A new input shape plans memory once, then the plan is reused.
-// Returns 0, or REEL_EINVAL (wrong count, dtype or shape: the message names
-// the input) / a kernel's error.
-int reel_session_run(reel_session *s, reel_buffer *const *inputs, reel_buffer **outputs, GError **error);
+// Runs one inference. inputs: one tensor per model input, in model order, in
+// host memory or in the memory of the session's device (used there when only
+// device nodes read it); the caller keeps them. outputs: filled with new host
+// tensors the caller frees (reel_tensor_free). A new input shape plans memory
+// once, then the plan is reused. Returns 0, or REEL_EINVAL (wrong dtype or
+// shape, or another device's memory: the message names the input) / a
+// kernel's error.
+// Thread-safety: one thread at a time per session.
+REEL_API int reel_session_run(reel_session *s, reel_tensor *const *inputs, reel_tensor **outputs, GError **error);
 
 // Bytes of the activation arena of the last plan (the peak memory use).
-int64_t reel_session_arena_bytes(const reel_session *s);
+REEL_API int64_t reel_session_arena_bytes(const reel_session *s);
 
 // Where the last run's plan put the nodes and what crossed between host and
 // device in that run (all zero for a cpu session).
@@ -103,6 +107,26 @@ typedef struct reel_session_placement {
     int64_t device_arena_bytes; // device memory of the tensors made there, shared by lifetimes
     int recordings;             // runs recorded for resubmission (one per set of bound inputs)
 } reel_session_placement;
-void reel_session_placement_of(const reel_session *s, reel_session_placement *out);
+REEL_API void reel_session_placement_of(const reel_session *s, reel_session_placement *out);
+
+// Time of one node in the last run (nodes folded while planning are absent).
+typedef struct reel_session_node_time {
+    const char *node, *op;       // point into the model
+    double seconds;
+} reel_session_node_time;
+
+// Turns per-node timing on or off (off by default; `reel model bench --profile`).
+REEL_API void reel_session_set_profile(reel_session *s, bool on);
+// The per-node times of the last run with profiling on; count in *n. Valid
+// until the next run.
+REEL_API const reel_session_node_time *reel_session_node_times(const reel_session *s, int *n);
+// Plans built so far (one per concrete input shape).
+REEL_API int reel_session_n_plans(const reel_session *s);
+
+// What the cpu kernels run on, for people reading a benchmark: "OpenBLAS
+// SkylakeX kernels", and when reel chose other kernels than OpenBLAS picked
+// itself, which ("; OpenBLAS chose Prescott kernels; switched to SkylakeX").
+// A static string. Thread-safety: any thread.
+REEL_API const char *reel_model_cpu_info(void);
 
 #endif

@@ -13,6 +13,7 @@
 #include <glib.h>
 
 #include "pipeline.h"
+#include "export.h"
 
 // Builds a pipeline from a description. `origin` names the text in messages
 // ("pipeline", or a file name). On failure returns NULL and sets *error to a
@@ -24,7 +25,7 @@
 //   hint: did you mean 'fakesink'?
 //
 // `params` may be NULL.
-reel_pipeline *reel_parse_launch(const char *text, const char *origin,
+REEL_API reel_pipeline *reel_parse_launch(const char *text, const char *origin,
                                  const reel_pipeline_params *params, GError **error);
 
 #endif

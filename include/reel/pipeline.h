@@ -9,6 +9,7 @@
 
 #include "bus.h"
 #include "element.h"
+#include "export.h"
 
 typedef struct reel_pipeline reel_pipeline;
 
@@ -32,9 +33,9 @@ typedef struct reel_pipeline_params {
 
 // An empty pipeline; `params` may be NULL for the defaults. Caller destroys
 // it with reel_pipeline_destroy().
-reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params);
+REEL_API reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params);
 // Stops it if running and frees it with its elements. NULL-safe.
-void reel_pipeline_destroy(reel_pipeline **p);
+REEL_API void reel_pipeline_destroy(reel_pipeline **p);
 
 // Pipeline-wide settings, from text: "device" (where every element runs
 // unless it says otherwise: "cpu", "auto", "vulkan:N", a device name; the
@@ -45,40 +46,40 @@ void reel_pipeline_destroy(reel_pipeline **p);
 // (the default byte bound of every link, as params.queue_bytes). A `.reel` file may
 // set them on its first lines (`device=vulkan:0`). Fails with REEL_EINVAL for
 // an unknown key or value, or once the pipeline is prepared.
-int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error);
+REEL_API int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error);
 
 // Adds an element; the pipeline takes ownership, also on failure. Fails
 // (REEL_EINVAL) when the name is already used in this pipeline.
-int reel_pipeline_add(reel_pipeline *p, reel_element *e, GError **error);
+REEL_API int reel_pipeline_add(reel_pipeline *p, reel_element *e, GError **error);
 // The element called `name`, or NULL.
-reel_element *reel_pipeline_find(reel_pipeline *p, const char *name);
+REEL_API reel_element *reel_pipeline_find(reel_pipeline *p, const char *name);
 // Elements in the order they were added; NULL-terminated, owned by p.
-reel_element *const *reel_pipeline_elements(reel_pipeline *p);
+REEL_API reel_element *const *reel_pipeline_elements(reel_pipeline *p);
 
 // Links the next free output of `src` to the next free input of `dst`.
 // Fails when either has no free pad left; the message names both.
-int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, GError **error);
+REEL_API int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, GError **error);
 
 // Checks the graph (every element's pad counts, no cycles) and negotiates
 // formats. Errors name the elements involved. Called by start when needed.
-int reel_pipeline_prepare(reel_pipeline *p, GError **error);
+REEL_API int reel_pipeline_prepare(reel_pipeline *p, GError **error);
 
 // Runs to the end: returns 0 after EOS, or the first error's code with
 // *error set to its message (which names the element).
-int reel_pipeline_run(reel_pipeline *p, GError **error);
+REEL_API int reel_pipeline_run(reel_pipeline *p, GError **error);
 
 // Asynchronous form: start returns once the workers run; wait blocks until
 // the end and returns what run would.
-int reel_pipeline_start(reel_pipeline *p, GError **error);
-int reel_pipeline_wait(reel_pipeline *p, GError **error);
+REEL_API int reel_pipeline_start(reel_pipeline *p, GError **error);
+REEL_API int reel_pipeline_wait(reel_pipeline *p, GError **error);
 
 // Asks every source to finish as if its input had ended: data in flight
 // drains, sinks finalize, run returns 0. Thread-safety: any thread; also safe
 // from a GLib signal source, not from a raw signal handler.
-void reel_pipeline_send_eos(reel_pipeline *p);
+REEL_API void reel_pipeline_send_eos(reel_pipeline *p);
 // Stops at once: buffers in flight are dropped, sinks still finalize, run
 // returns REEL_ESTOPPED. Thread-safety: any thread.
-void reel_pipeline_abort(reel_pipeline *p);
+REEL_API void reel_pipeline_abort(reel_pipeline *p);
 
 // Per-element figures of the last (or current) run.
 typedef struct reel_element_report {
@@ -99,15 +100,15 @@ typedef struct reel_element_report {
 } reel_element_report;
 
 // Fills up to n entries in element order; returns the number of elements.
-int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
+REEL_API int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
 // Frames done: the most buffers any sink (an element without outputs) took
 // in the last (or current) run.
-int64_t reel_pipeline_frames_done(reel_pipeline *p);
+REEL_API int64_t reel_pipeline_frames_done(reel_pipeline *p);
 // Buffers a leaky link dropped on their way into input `pad` of e in the
 // last (or current) run; 0 for a pad that does not exist.
-int64_t reel_element_input_dropped(const reel_element *e, int pad);
+REEL_API int64_t reel_element_input_dropped(const reel_element *e, int pad);
 // Wall time of the last run, in microseconds.
-int64_t reel_pipeline_wall_us(reel_pipeline *p);
+REEL_API int64_t reel_pipeline_wall_us(reel_pipeline *p);
 
 // The report as JSON: {"wall_s": ..., "elements": [{"name", "class",
 // "device_requested", "device", "reason", "buffers_in", "buffers_out",
@@ -117,14 +118,14 @@ int64_t reel_pipeline_wall_us(reel_pipeline *p);
 // "buffers_live", "pools_open", "pool_buffers_allocated",
 // "pool_buffers_outstanding"}} (process-wide, when the report is written).
 // Written whole or not at all. Returns 0 or REEL_EIO.
-int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error);
+REEL_API int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error);
 
 // The graph in Graphviz form: elements coloured by the device they run on,
 // links labelled with their negotiated formats. Call after prepare.
-int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error);
+REEL_API int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error);
 
 // The spans recorded with params.trace, in Chrome/Perfetto trace-event JSON:
 // one track per element, one span per buffer processed.
-int reel_pipeline_write_trace(reel_pipeline *p, const char *path, GError **error);
+REEL_API int reel_pipeline_write_trace(reel_pipeline *p, const char *path, GError **error);
 
 #endif

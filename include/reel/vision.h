@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "buffer.h"
+#include "export.h"
 
 // The map from frame pixels to tensor pixels a preprocess applied, attached
 // to its output tensor: tensor_x = frame_x * ax + bx, tensor_y = frame_y * ay
@@ -15,19 +16,19 @@ typedef struct reel_transform {
     int frame_width, frame_height;   // the frame it came from
     int tensor_width, tensor_height; // the tensor's spatial size
 } reel_transform;
-extern const reel_meta_type reel_transform_meta;
+REEL_API extern const reel_meta_type reel_transform_meta;
 
 // Tensor pixels back to frame pixels, and the other way.
-void reel_transform_to_frame(const reel_transform *t, double *x, double *y);
-void reel_transform_to_tensor(const reel_transform *t, double *x, double *y);
+REEL_API void reel_transform_to_frame(const reel_transform *t, double *x, double *y);
+REEL_API void reel_transform_to_tensor(const reel_transform *t, double *x, double *y);
 
 // The frame a tensor was made from (a reference, dropped with the tensor), so
 // that inference results can travel on with the full-resolution frame.
-extern const reel_meta_type reel_source_frame_meta;
+REEL_API extern const reel_meta_type reel_source_frame_meta;
 // The source frame of `tensor`, borrowed, or NULL.
-reel_buffer *reel_buffer_source_frame(const reel_buffer *tensor);
+REEL_API reel_buffer *reel_buffer_source_frame(const reel_buffer *tensor);
 // Attaches a new reference to `frame` to `tensor`.
-void reel_buffer_set_source_frame(reel_buffer *tensor, reel_buffer *frame);
+REEL_API void reel_buffer_set_source_frame(reel_buffer *tensor, reel_buffer *frame);
 
 #define REEL_MAX_LANDMARKS 8
 #define REEL_LABEL_MAX 32
@@ -48,11 +49,11 @@ typedef struct reel_detections {
     int n;
     reel_detection items[]; // n of them
 } reel_detections;
-extern const reel_meta_type reel_detections_meta;
+REEL_API extern const reel_meta_type reel_detections_meta;
 
 // A zeroed list of n detections (class and track ids -1), freed by the
 // buffer it is attached to (or g_free()).
-reel_detections *reel_detections_new(int n);
+REEL_API reel_detections *reel_detections_new(int n);
 
 // What an infer attached to a frame: the model's output tensors (host
 // buffers, format.shape says their shapes) and the transform from the frame
@@ -67,7 +68,7 @@ typedef struct reel_inference {
     char **names;              // output names, n of them
     reel_buffer **outputs;     // n tensors (one reference each)
 } reel_inference;
-extern const reel_meta_type reel_inference_meta;
+REEL_API extern const reel_meta_type reel_inference_meta;
 
 // A tensor cropped from one of its frame's detections (preprocess
 // roi=detections): detection `index` of `count`. A frame without detections
@@ -76,14 +77,14 @@ extern const reel_meta_type reel_inference_meta;
 typedef struct reel_crop {
     int index, count;
 } reel_crop;
-extern const reel_meta_type reel_crop_meta;
+REEL_API extern const reel_meta_type reel_crop_meta;
 
 // A zeroed inference with n outputs, freed by the buffer it is attached to.
-reel_inference *reel_inference_new(int n);
+REEL_API reel_inference *reel_inference_new(int n);
 // The output called `name`, or when name is NULL the i-th; NULL if none.
-const reel_buffer *reel_inference_output(const reel_inference *inf, const char *name, int i);
+REEL_API const reel_buffer *reel_inference_output(const reel_inference *inf, const char *name, int i);
 // The last inference meta of frame b (from the last infer), or NULL.
-const reel_inference *reel_buffer_last_inference(const reel_buffer *b);
+REEL_API const reel_inference *reel_buffer_last_inference(const reel_buffer *b);
 
 // Classes a classifier found for a frame (or for each detection, by index).
 typedef struct reel_classification {
@@ -97,7 +98,7 @@ typedef struct reel_classifications {
     int n;
     reel_classification items[];
 } reel_classifications;
-extern const reel_meta_type reel_classifications_meta;
-reel_classifications *reel_classifications_new(int n);
+REEL_API extern const reel_meta_type reel_classifications_meta;
+REEL_API reel_classifications *reel_classifications_new(int n);
 
 #endif

@@ -81,16 +81,25 @@ void reel_blas_setup(void)
     g_once(&once, setup_once, NULL);
 }
 
-const char *reel_blas_setup_note(void)
+static gpointer describe_once(gpointer info)
 {
     reel_blas_setup();
-    return setup_note[0] ? setup_note : NULL;
+    g_snprintf(info, 256, "OpenBLAS %s kernels%s%s", openblas_get_corename(), setup_note[0] ? "; " : "", setup_note);
+    return NULL;
 }
 
 const char *reel_blas_corename(void)
 {
     reel_blas_setup();
     return openblas_get_corename();
+}
+
+const char *reel_model_cpu_info(void)
+{
+    static char info[256];
+    static GOnce once = G_ONCE_INIT;
+    g_once(&once, describe_once, info);
+    return info;
 }
 
 void reel_blas_set_threads(int threads)

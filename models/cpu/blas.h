@@ -1,6 +1,5 @@
 // reel's use of OpenBLAS: which kernels it runs and how many threads it uses.
-// Included by models/ and by the devices listing (tools/cmd_devices.c,
-// gpu/cpu/device.c) to show the BLAS kernels in use.
+// Only models/ includes this (reel_model_cpu_info() says which kernels run).
 #ifndef REEL_MODELS_CPU_BLAS_H
 #define REEL_MODELS_CPU_BLAS_H
 
@@ -14,9 +13,6 @@ const char *reel_blas_corename(void);
 // OpenBLAS's own core selection with the right type (SkylakeX or Haswell).
 // Thread-safety: safe from any thread; call before running kernels.
 void reel_blas_setup(void);
-
-// What reel_blas_setup() did, for `reel devices` and logs: NULL when nothing.
-const char *reel_blas_setup_note(void);
 
 // OpenBLAS threads (process-wide).
 void reel_blas_set_threads(int threads);

@@ -6,7 +6,7 @@
 
 #include "models/op.h"
 
-#define R REEL_IR_MAX_RANK
+#define R REEL_TENSOR_MAX_RANK
 
 static void set_like(reel_ir_value *o, reel_dtype dtype, const reel_ir_value *x)
 {

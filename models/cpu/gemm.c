@@ -102,10 +102,10 @@ const reel_op nn_op_gemm = { "Gemm", gemm_infer, NULL, gemm_run };
 // Broadcast shapes of A [..., M, K] and B [..., K, N] (1-D operands made 2-D).
 typedef struct mm_geom {
     int rank;                      // of the batch dims
-    int64_t batch[REEL_IR_MAX_RANK], abatch[REEL_IR_MAX_RANK], bbatch[REEL_IR_MAX_RANK];
+    int64_t batch[REEL_TENSOR_MAX_RANK], abatch[REEL_TENSOR_MAX_RANK], bbatch[REEL_TENSOR_MAX_RANK];
     int64_t M, K, N;
     int out_rank;
-    int64_t out[REEL_IR_MAX_RANK];
+    int64_t out[REEL_TENSOR_MAX_RANK];
 } mm_geom;
 
 static int mm_geom_init(const reel_ir_node *n, int ar, const int64_t *ad, int br, const int64_t *bd, mm_geom *m,

@@ -16,7 +16,7 @@ static inline void nn_set(reel_ir_value *v, reel_dtype dt, int rank, const int64
         return;
     v->dtype = dt;
     v->rank = rank;
-    for (int i = 0; i < rank && i < REEL_IR_MAX_RANK; i++)
+    for (int i = 0; i < rank && i < REEL_TENSOR_MAX_RANK; i++)
         v->dims[i] = dims ? dims[i] : REEL_DIM_UNKNOWN;
 }
 

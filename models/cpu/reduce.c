@@ -6,7 +6,7 @@
 #include "models/cpu/collapse.h"
 #include "models/op.h"
 
-#define R REEL_IR_MAX_RANK
+#define R REEL_TENSOR_MAX_RANK
 
 static int need_f32(reel_ir_graph *g, reel_ir_node *n, GError **error)
 {

@@ -8,8 +8,8 @@ typedef enum { M_NEAREST, M_LINEAR, M_CUBIC } rmode;
 
 typedef struct rgeom {
     int rank;
-    int64_t in[REEL_IR_MAX_RANK], out[REEL_IR_MAX_RANK];
-    double scale[REEL_IR_MAX_RANK], roi_start[REEL_IR_MAX_RANK], roi_end[REEL_IR_MAX_RANK];
+    int64_t in[REEL_TENSOR_MAX_RANK], out[REEL_TENSOR_MAX_RANK];
+    double scale[REEL_TENSOR_MAX_RANK], roi_start[REEL_TENSOR_MAX_RANK], roi_end[REEL_TENSOR_MAX_RANK];
     rmode mode;
     const char *ctm, *nearest;
     double cubic_a, extrapolation;
@@ -85,7 +85,7 @@ static int rgeom_init(const reel_ir_node *n, int opset, int rank, const int64_t 
         NN_FAIL(error, REEL_EUNSUPPORTED, n, "antialias is not supported");
     int naxes = 0;
     const int64_t *axes_attr = reel_ir_attr_ints(n, "axes", &naxes);
-    int axes[REEL_IR_MAX_RANK];
+    int axes[REEL_TENSOR_MAX_RANK];
     if (!axes_attr)
         naxes = rank;
     if (naxes > rank)
@@ -325,7 +325,7 @@ static size_t resize_scratch(const reel_ir_node *n, reel_tensor *const *in, reel
     rgeom r;
     if (run_geom(n, in, &r))
         return 0;
-    int64_t cur[REEL_IR_MAX_RANK], peak = 0;
+    int64_t cur[REEL_TENSOR_MAX_RANK], peak = 0;
     memcpy(cur, r.in, sizeof cur);
     for (int a = 0; a < r.rank; a++) {
         cur[a] = r.out[a];
@@ -340,7 +340,7 @@ static int resize_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     rgeom r;
     if (run_geom(n, in, &r))
         return REEL_EINVAL;
-    int64_t cur[REEL_IR_MAX_RANK];
+    int64_t cur[REEL_TENSOR_MAX_RANK];
     memcpy(cur, r.in, sizeof cur);
     int64_t total_out = reel_tensor_count(r.rank, r.out);
     if (total_out == 0)
@@ -356,7 +356,7 @@ static int resize_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     float *bufs[2] = { ctx->scratch, (float *)ctx->scratch + ctx->scratch_size / sizeof(float) / 2 };
     const float *src = in[0]->data;
     int which = 0;
-    bool *outside_any[REEL_IR_MAX_RANK] = { 0 };
+    bool *outside_any[REEL_TENSOR_MAX_RANK] = { 0 };
     bool crop = strcmp(r.ctm, "tf_crop_and_resize") == 0;
     for (int a = 0; a <= last; a++) {
         if (axis_identity(&r, a))

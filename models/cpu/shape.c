@@ -9,7 +9,7 @@
 #include "models/op.h"
 #include "models/slice.h"
 
-#define R REEL_IR_MAX_RANK
+#define R REEL_TENSOR_MAX_RANK
 #define MAX_INTS 64
 
 static int64_t count_of(const reel_tensor *t)

@@ -175,9 +175,9 @@ static reel_tensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *d
                     what, tname(tp), onnx_dtype_name(tp->data_type));
         return NULL;
     }
-    if (tp->n_dims > REEL_IR_MAX_RANK) {
+    if (tp->n_dims > REEL_TENSOR_MAX_RANK) {
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s '%s': rank %zu exceeds %d", what,
-                    tname(tp), tp->n_dims, REEL_IR_MAX_RANK);
+                    tname(tp), tp->n_dims, REEL_TENSOR_MAX_RANK);
         return NULL;
     }
     for (size_t i = 0; i < tp->n_dims; i++) {
@@ -392,9 +392,9 @@ static int apply_value_info(const Onnx__ValueInfoProto *vi, reel_ir_value *v, co
     }
     if (!tt->shape)
         return 0;
-    if (tt->shape->n_dim > REEL_IR_MAX_RANK) {
+    if (tt->shape->n_dim > REEL_TENSOR_MAX_RANK) {
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s '%s': rank %zu exceeds %d", what,
-                    vi->name, tt->shape->n_dim, REEL_IR_MAX_RANK);
+                    vi->name, tt->shape->n_dim, REEL_TENSOR_MAX_RANK);
         return REEL_EUNSUPPORTED;
     }
     v->rank = (int)tt->shape->n_dim;

@@ -10,7 +10,7 @@
 #include "models/slice.h"
 #include "models/vulkan/vk_ops.h"
 
-#define R REEL_IR_MAX_RANK
+#define R REEL_TENSOR_MAX_RANK
 #define VK_RANK 6     // the kernels' push constants hold 6 dims
 #define MAX_JOBS 64   // copies one node may need (Concat inputs, Split outputs)
 

@@ -14,7 +14,7 @@
 
 #include "models/vulkan/vk_ops.h"
 
-#define R REEL_IR_MAX_RANK
+#define R REEL_TENSOR_MAX_RANK
 #define VK_RANK 6          // dims the kernels' push constants hold
 #define FILL_WORDS 28      // nn_fill's pattern
 #define FILL_DISPATCHES 64 // a Constant beyond 64 * 28 words stays on the cpu

@@ -7,7 +7,7 @@
 
 #include "models/vulkan/vk_ops.h"
 
-#define R REEL_IR_MAX_RANK
+#define R REEL_TENSOR_MAX_RANK
 #define VK_RANK 6         // dims the kernel's push constants hold per walk
 #define MAX_AXES (R * 2)  // as the cpu reads them
 #define MAX_LOCAL 256     // nn_reduce's shared partials

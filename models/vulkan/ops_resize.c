@@ -12,7 +12,7 @@
 
 #include "models/vulkan/vk_ops.h"
 
-#define R REEL_IR_MAX_RANK
+#define R REEL_TENSOR_MAX_RANK
 #define MAX_INTS 64      // as models/cpu/shape.c
 #define MAX_DENOM 65536  // largest scale denominator tried
 

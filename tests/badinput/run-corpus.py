@@ -90,7 +90,7 @@ case("model/infer-in-pipeline",
      "fail", "infer0: '%s' is not an ONNX model" % model("cut50.onnx"))  # EFORMAT at prepare: exit 2
 run_inputs = {
     "x-shape.npy": "expected a tensor float32 [1,4]",
-    "x-dtype.npy": "got tensor,dtype=int64",
+    "x-dtype.npy": "got int64 [1,4]",
     "x-rank.npy": "expected a tensor float32 [1,4]",
     "x-cut.npy": "data shorter than its shape",
     "x-garbage.npy": "header lacks 'fortran_order'",

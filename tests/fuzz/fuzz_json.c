@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "elements/meta_json.h"
-#include "pipeline/json.h"
+#include "base/json.h"
 #include "json_check.h"
-#include "pipeline/json_read.h"
+#include "base/json_read.h"
 
 typedef struct reader {
     const uint8_t *p;

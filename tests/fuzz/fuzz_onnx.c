@@ -21,7 +21,7 @@ static void check_io(const reel_model_io *io)
 {
     if (!io || !io->name)
         die("an input or output without a name", NULL);
-    if (io->rank < -1 || io->rank > REEL_MODEL_MAX_RANK)
+    if (io->rank < -1 || io->rank > REEL_TENSOR_MAX_RANK)
         die("an input or output of impossible rank", io->name);
 }
 

@@ -1,6 +1,6 @@
 #include "json_check.h"
 
-#include "pipeline/json_read.h"
+#include "base/json_read.h"
 
 static void collect(const reel_json_value *v, GArray *scalars)
 {

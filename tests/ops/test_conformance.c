@@ -18,7 +18,6 @@
 
 #include "models/ir.h"
 #include "models/onnx/load.h"
-#include "reel/buffer.h"
 #include "reel/error.h"
 #include "reel/model.h"
 
@@ -67,17 +66,17 @@ static double elem(const reel_tensor *t, int64_t i)
 }
 
 // NULL when they match, else a static description of the first difference.
-static const char *compare(const reel_buffer *got, const reel_tensor *want, double rtol, double atol, char *msg,
+static const char *compare(const reel_tensor *got, const reel_tensor *want, double rtol, double atol, char *msg,
                            size_t len)
 {
-    if (got->format.dtype != want->dtype) {
-        snprintf(msg, len, "dtype %s, expected %s", reel_dtype_name(got->format.dtype), reel_dtype_name(want->dtype));
+    if (got->dtype != want->dtype) {
+        snprintf(msg, len, "dtype %s, expected %s", reel_dtype_name(got->dtype), reel_dtype_name(want->dtype));
         return msg;
     }
-    if (got->format.rank != want->rank || memcmp(got->format.shape, want->shape, sizeof(int64_t) * (size_t)want->rank)) {
+    if (got->rank != want->rank || memcmp(got->shape, want->shape, sizeof(int64_t) * (size_t)want->rank)) {
         GString *s = g_string_new("shape ");
-        for (int i = 0; i < got->format.rank; i++)
-            g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "x" : "", got->format.shape[i]);
+        for (int i = 0; i < got->rank; i++)
+            g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "x" : "", got->shape[i]);
         g_string_append(s, ", expected ");
         for (int i = 0; i < want->rank; i++)
             g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "x" : "", want->shape[i]);
@@ -127,7 +126,7 @@ static result run_case(const char *name, reel_device *device, int *device_nodes,
     result r = R_PASS;
     reel_session *s = reel_session_new(m, reel_session_params(.threads = 1, .device = device), &error);
     int n_in = reel_model_n_inputs(m), n_out = reel_model_n_outputs(m);
-    reel_buffer **in = g_new0(reel_buffer *, n_in + 1), **out = g_new0(reel_buffer *, n_out + 1);
+    reel_tensor **in = g_new0(reel_tensor *, n_in + 1), **out = g_new0(reel_tensor *, n_out + 1);
     double rtol, atol;
     tolerance(name, &rtol, &atol);
     for (int set = 0; s && r == R_PASS; set++) {
@@ -143,16 +142,7 @@ static result run_case(const char *name, reel_device *device, int *device_nodes,
                 r = R_FAIL;
                 break;
             }
-            in[k] = reel_buffer_new(t->nbytes);
-            memset(&in[k]->format, 0, sizeof in[k]->format);
-            in[k]->format.media = REEL_MEDIA_TENSOR;
-            in[k]->format.memory = REEL_MEMORY_HOST;
-            in[k]->format.dtype = t->dtype;
-            in[k]->format.rank = t->rank;
-            memcpy(in[k]->format.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
-            if (t->nbytes)
-                memcpy(in[k]->data, t->data, t->nbytes);
-            reel_tensor_free(&t);
+            in[k] = t;
         }
         if (r == R_PASS && reel_session_run(s, in, out, &error)) {
             snprintf(why, len, "set %d: %s", set, error->message);
@@ -174,9 +164,9 @@ static result run_case(const char *name, reel_device *device, int *device_nodes,
             reel_tensor_free(&t);
         }
         for (int k = 0; k < n_in; k++)
-            reel_buffer_unref(&in[k]);
+            reel_tensor_free(&in[k]);
         for (int k = 0; k < n_out; k++)
-            reel_buffer_unref(&out[k]);
+            reel_tensor_free(&out[k]);
     }
     if (!s) {
         snprintf(why, len, "session: %s", error->message);

@@ -16,9 +16,9 @@ static reel_session *session_on(reel_model *m, reel_device *d, uint64_t limit)
     return vkt_session_new(m, reel_session_params(.threads = 1, .device = d, .device_memory_limit = limit));
 }
 
-static bool same_bytes(const reel_buffer *a, const reel_buffer *b)
+static bool same_bytes(const reel_tensor *a, const reel_tensor *b)
 {
-    return a->size == b->size && memcmp(a->data, b->data, a->size) == 0;
+    return a->nbytes == b->nbytes && memcmp(a->data, b->data, a->nbytes) == 0;
 }
 
 // Three runs with different data, each against the cpu: the recorded
@@ -32,20 +32,20 @@ static void test_blazeface_matches_the_cpu_over_runs(void **state)
     int n_out = reel_model_n_outputs(m);
     assert_true(n_out <= VKT_MAX_OUT);
     const int64_t shape[] = { 1, 128, 128, 3 };
-    reel_buffer *prev[VKT_MAX_OUT] = { 0 };
+    reel_tensor *prev[VKT_MAX_OUT] = { 0 };
     for (unsigned r = 0; r < 3; r++) {
-        reel_buffer *in = vkt_host_tensor(4, shape, 11 + r), *want[VKT_MAX_OUT], *got[VKT_MAX_OUT];
+        reel_tensor *in = vkt_host_tensor(4, shape, 11 + r), *want[VKT_MAX_OUT], *got[VKT_MAX_OUT];
         vkt_session_run(cpu, &in, want);
         vkt_session_run(gpu, &in, got);
         vkt_assert_close(got, want, n_out, 1e-4);
         if (r)
             assert_false(same_bytes(got[0], prev[0])); // the data changed, so did the scores
-        vkt_unref_all(prev, n_out);
+        vkt_free_all(prev, n_out);
         memcpy(prev, got, sizeof got);
-        vkt_unref_all(want, n_out);
-        reel_buffer_unref(&in);
+        vkt_free_all(want, n_out);
+        reel_tensor_free(&in);
     }
-    vkt_unref_all(prev, n_out);
+    vkt_free_all(prev, n_out);
     reel_session_placement p = vkt_placement(gpu);
     assert_int_equal(p.cpu_nodes, 0);
     assert_true(p.device_nodes > 50);
@@ -70,9 +70,9 @@ static void test_chain_shares_arena_bytes(void **state)
     (void)state;
     vkt_pair t = vkt_pair_open("chain.onnx", REEL_PRECISION_FP32);
     for (unsigned r = 0; r < 3; r++) {
-        reel_buffer *in = vkt_host_tensor(4, chain_shape, 3 + r);
+        reel_tensor *in = vkt_host_tensor(4, chain_shape, 3 + r);
         vkt_compare_runs(t.cpu, in, t.gpu, in, 1e-6);
-        reel_buffer_unref(&in);
+        reel_tensor_free(&in);
     }
     reel_session_placement p = vkt_placement(t.gpu);
     assert_int_equal(p.device_nodes, 3);
@@ -91,9 +91,9 @@ static void test_partitions_are_replayed(void **state)
     g_setenv("REEL_VULKAN_CPU_OPS", "Sigmoid", TRUE);
     vkt_pair t = vkt_pair_open("chain.onnx", REEL_PRECISION_FP32);
     for (unsigned r = 0; r < 3; r++) {
-        reel_buffer *in = vkt_host_tensor(4, chain_shape, 30 + r);
+        reel_tensor *in = vkt_host_tensor(4, chain_shape, 30 + r);
         vkt_compare_runs(t.cpu, in, t.gpu, in, 1e-6);
-        reel_buffer_unref(&in);
+        reel_tensor_free(&in);
         reel_session_placement p = vkt_placement(t.gpu);
         assert_int_equal(p.bytes_to_device, 2048);
         assert_int_equal(p.bytes_to_host, 2048);
@@ -120,20 +120,20 @@ static void test_bound_inputs_record_per_memory(void **state)
     const int order[] = { 0, 0, 1, 0, 1, 2, 3, 4, 5, 0 };
     const int recorded[] = { 1, 1, 2, 2, 2, 3, 4, 5, 6, 7 };
     for (unsigned r = 0; r < G_N_ELEMENTS(order); r++) {
-        reel_buffer *host = vkt_host_tensor(4, chain_shape, 50 + r);
-        reel_buffer *in = vkt_device_tensor(mems[order[r]], host);
+        reel_tensor *host = vkt_host_tensor(4, chain_shape, 50 + r);
+        reel_tensor *in = vkt_device_tensor(mems[order[r]], host);
         vkt_compare_runs(t.cpu, host, t.gpu, in, 1e-6);
         reel_session_placement p = vkt_placement(t.gpu);
         assert_int_equal(p.bytes_to_device, 0); // the input was there already
         assert_int_equal(p.recordings, recorded[r]);
-        reel_buffer_unref(&in);
-        reel_buffer_unref(&host);
+        reel_tensor_free(&in);
+        reel_tensor_free(&host);
     }
     // The same memory from the host again: a run of its own kind, recorded.
-    reel_buffer *host = vkt_host_tensor(4, chain_shape, 99);
+    reel_tensor *host = vkt_host_tensor(4, chain_shape, 99);
     vkt_compare_runs(t.cpu, host, t.gpu, host, 1e-6);
     assert_int_equal(vkt_placement(t.gpu).recordings, 8);
-    reel_buffer_unref(&host);
+    reel_tensor_free(&host);
     for (int i = 0; i < 6; i++)
         reel_mem_unref(&mems[i]);
     vkt_pair_close(&t);
@@ -149,11 +149,11 @@ static void test_new_shape_records_again(void **state)
     const int64_t *shapes[] = { batch1, batch1, batch2, batch2, batch1 };
     const int plans[] = { 1, 1, 2, 2, 2 };
     for (unsigned r = 0; r < G_N_ELEMENTS(shapes); r++) {
-        reel_buffer *in = vkt_host_tensor(4, shapes[r], 70 + r);
+        reel_tensor *in = vkt_host_tensor(4, shapes[r], 70 + r);
         vkt_compare_runs(t.cpu, in, t.gpu, in, 1e-4);
         assert_int_equal(reel_session_n_plans(t.gpu), plans[r]);
         assert_int_equal(vkt_placement(t.gpu).recordings, 1); // each plan's own count
-        reel_buffer_unref(&in);
+        reel_tensor_free(&in);
     }
     vkt_pair_close(&t);
 }
@@ -168,13 +168,13 @@ static void test_profiled_runs_are_not_recorded(void **state)
     const int recorded[] = { 0, 1, 1, 1 };
     for (unsigned r = 0; r < G_N_ELEMENTS(profile); r++) {
         reel_session_set_profile(t.gpu, profile[r]);
-        reel_buffer *in = vkt_host_tensor(4, chain_shape, 80 + r);
+        reel_tensor *in = vkt_host_tensor(4, chain_shape, 80 + r);
         vkt_compare_runs(t.cpu, in, t.gpu, in, 1e-6);
         assert_int_equal(vkt_placement(t.gpu).recordings, recorded[r]);
         int n = 0;
         reel_session_node_times(t.gpu, &n);
         assert_int_equal(n, profile[r] ? 3 : 0);
-        reel_buffer_unref(&in);
+        reel_tensor_free(&in);
     }
     vkt_pair_close(&t);
 }
@@ -190,13 +190,13 @@ static void test_memory_limit_counts_the_arena(void **state)
     const int device_nodes[] = { 3, 1 };
     for (unsigned l = 0; l < G_N_ELEMENTS(limits); l++) {
         reel_session *gpu = session_on(t.m, vkt_dev, limits[l]);
-        reel_buffer *in = vkt_host_tensor(4, chain_shape, 90 + l);
+        reel_tensor *in = vkt_host_tensor(4, chain_shape, 90 + l);
         vkt_compare_runs(t.cpu, in, gpu, in, 1e-6);
         reel_session_placement p = vkt_placement(gpu);
         assert_int_equal(p.device_nodes, device_nodes[l]);
         assert_int_equal(p.cpu_nodes, 3 - device_nodes[l]);
         assert_true(p.device_arena_bytes <= 2048);
-        reel_buffer_unref(&in);
+        reel_tensor_free(&in);
         reel_session_destroy(&gpu);
     }
     vkt_pair_close(&t);

@@ -308,16 +308,16 @@ static void blazeface_in_fp16(const char *file, int64_t size)
     const int64_t shape[] = { 1, size, size, 3 };
     double worst = 0;
     for (unsigned r = 0; r < 3; r++) {
-        reel_buffer *in = vkt_host_tensor(4, shape, 11 + r);
-        reel_buffer *want[VKT_MAX_OUT], *got[VKT_MAX_OUT], *got32[VKT_MAX_OUT];
+        reel_tensor *in = vkt_host_tensor(4, shape, 11 + r);
+        reel_tensor *want[VKT_MAX_OUT], *got[VKT_MAX_OUT], *got32[VKT_MAX_OUT];
         vkt_session_run(cpu, &in, want);
         vkt_session_run(f32, &in, got32);
         vkt_session_run(f16, &in, got);
         worst = fmax(worst, vkt_assert_close(got, want, n_out, BLAZEFACE_TOL));
-        vkt_unref_all(got, n_out);
-        vkt_unref_all(got32, n_out);
-        vkt_unref_all(want, n_out);
-        reel_buffer_unref(&in);
+        vkt_free_all(got, n_out);
+        vkt_free_all(got32, n_out);
+        vkt_free_all(want, n_out);
+        reel_tensor_free(&in);
     }
     reel_session_placement p16 = vkt_placement(f16), p32 = vkt_placement(f32);
     printf("%s: fp16 within %.2e of the largest output magnitude; device arena %" G_GINT64_FORMAT
@@ -359,10 +359,10 @@ static void partition_edges_convert(void **state)
     vkt_pair t = vkt_pair_open("chain.onnx", REEL_PRECISION_FP16);
     const int64_t shape[] = { 1, 4, 8, 8 };
     for (unsigned r = 0; r < 3; r++) {
-        reel_buffer *in = vkt_host_tensor(4, shape, 30 + r);
+        reel_tensor *in = vkt_host_tensor(4, shape, 30 + r);
         // Relu and Sigmoid of float16 inputs: one rounding each way.
         vkt_compare_runs(t.cpu, in, t.gpu, in, 2e-3);
-        reel_buffer_unref(&in);
+        reel_tensor_free(&in);
         reel_session_placement p = vkt_placement(t.gpu);
         assert_int_equal(p.bytes_to_device, 1024);
         assert_int_equal(p.bytes_to_host, 1024);
@@ -377,14 +377,14 @@ static void partition_edges_convert(void **state)
     GError *error = NULL;
     reel_session *strict = reel_session_new(t.m, reel_session_params(.device = vkt_dev, .strict = true,
                                                                      .precision = REEL_PRECISION_FP16), &error);
-    reel_buffer *in = vkt_host_tensor(4, shape, 39), *out[1] = { NULL };
+    reel_tensor *in = vkt_host_tensor(4, shape, 39), *out[1] = { NULL };
     assert_non_null(strict);
     assert_int_not_equal(reel_session_run(strict, &in, out, &error), 0);
     assert_non_null(strstr(error->message, "placement=strict: 1 node would run on the cpu"));
     assert_non_null(strstr(error->message, "(Sigmoid): kept on the cpu by REEL_VULKAN_CPU_OPS"));
     g_clear_error(&error);
     g_unsetenv("REEL_VULKAN_CPU_OPS");
-    reel_buffer_unref(&in);
+    reel_tensor_free(&in);
     reel_session_destroy(&strict);
     vkt_pair_close(&t);
 }
@@ -400,15 +400,15 @@ static void bound_inputs_convert_on_the_device(void **state)
     reel_mem *mems[2] = { vkt_device_mem(1024), vkt_device_mem(1024) };
     const int order[] = { 0, 1, 0, 1, 0 };
     for (unsigned r = 0; r < G_N_ELEMENTS(order); r++) {
-        reel_buffer *host = vkt_host_tensor(4, shape, 50 + r);
-        reel_buffer *in = vkt_device_tensor(mems[order[r]], host);
+        reel_tensor *host = vkt_host_tensor(4, shape, 50 + r);
+        reel_tensor *in = vkt_device_tensor(mems[order[r]], host);
         vkt_compare_runs(t.cpu, host, t.gpu, in, 2e-3);
         reel_session_placement p = vkt_placement(t.gpu);
         assert_int_equal(p.bytes_to_device, 0);
         assert_int_equal(p.bytes_to_host, 512);
         assert_int_equal(p.recordings, r == 0 ? 1 : 2);
-        reel_buffer_unref(&in);
-        reel_buffer_unref(&host);
+        reel_tensor_free(&in);
+        reel_tensor_free(&host);
     }
     reel_mem_unref(&mems[0]);
     reel_mem_unref(&mems[1]);

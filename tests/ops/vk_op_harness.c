@@ -474,54 +474,45 @@ reel_session *vkt_session_new(reel_model *m, const reel_session_params *p)
     return s;
 }
 
-reel_buffer *vkt_host_tensor(int rank, const int64_t *shape, unsigned seed)
+reel_tensor *vkt_host_tensor(int rank, const int64_t *shape, unsigned seed)
 {
-    int64_t count = 1;
-    for (int i = 0; i < rank; i++)
-        count *= shape[i];
-    reel_buffer *b = reel_buffer_new((size_t)count * 4);
-    b->format.media = REEL_MEDIA_TENSOR;
-    b->format.memory = REEL_MEMORY_HOST;
-    b->format.dtype = REEL_DTYPE_FLOAT32;
-    b->format.rank = rank;
-    memcpy(b->format.shape, shape, sizeof(int64_t) * (size_t)rank);
-    float *f = (float *)b->data;
-    for (int64_t i = 0; i < count; i++)
+    reel_tensor *t = reel_tensor_new(REEL_DTYPE_FLOAT32, rank, shape);
+    assert_non_null(t);
+    float *f = t->data;
+    for (size_t i = 0; i < t->nbytes / 4; i++)
         f[i] = (float)rand_r(&seed) / ((float)RAND_MAX + 1) * 2 - 1;
-    return b;
+    return t;
 }
 
-reel_buffer *vkt_device_tensor(reel_mem *m, const reel_buffer *host)
+reel_tensor *vkt_device_tensor(reel_mem *m, const reel_tensor *host)
 {
-    assert_int_equal(reel_mem_upload(m, 0, host->data, host->size, NULL), 0);
-    reel_caps f = host->format;
-    f.memory = REEL_MEMORY_DEVICE;
-    reel_buffer *b = reel_buffer_new_device(&f, reel_mem_ref(m));
-    assert_non_null(b);
-    return b;
+    assert_int_equal(reel_mem_upload(m, 0, host->data, host->nbytes, NULL), 0);
+    reel_tensor *t = reel_tensor_new_device(host->dtype, host->rank, host->shape, m);
+    assert_non_null(t);
+    return t;
 }
 
-void vkt_session_run(reel_session *s, reel_buffer **in, reel_buffer **out)
+void vkt_session_run(reel_session *s, reel_tensor **in, reel_tensor **out)
 {
     GError *error = NULL;
     if (reel_session_run(s, in, out, &error) != 0)
         fail_msg("run: %s", error->message);
 }
 
-void vkt_unref_all(reel_buffer **b, int n)
+void vkt_free_all(reel_tensor **t, int n)
 {
     for (int i = 0; i < n; i++)
-        reel_buffer_unref(&b[i]);
+        reel_tensor_free(&t[i]);
 }
 
-double vkt_assert_close(reel_buffer *const *got, reel_buffer *const *want, int n, double tol)
+double vkt_assert_close(reel_tensor *const *got, reel_tensor *const *want, int n, double tol)
 {
     double worst_all = 0;
     for (int k = 0; k < n; k++) {
-        assert_int_equal(got[k]->size, want[k]->size);
-        assert_int_equal(got[k]->format.dtype, REEL_DTYPE_FLOAT32);
+        assert_int_equal(got[k]->nbytes, want[k]->nbytes);
+        assert_int_equal(got[k]->dtype, REEL_DTYPE_FLOAT32);
         const float *g = (const float *)got[k]->data, *w = (const float *)want[k]->data;
-        size_t count = want[k]->size / 4;
+        size_t count = want[k]->nbytes / 4;
         double top = 1e-6, worst = 0;
         for (size_t i = 0; i < count; i++)
             top = fmax(top, fabs(w[i]));
@@ -534,14 +525,14 @@ double vkt_assert_close(reel_buffer *const *got, reel_buffer *const *want, int n
     return worst_all;
 }
 
-void vkt_compare_runs(reel_session *cpu, reel_buffer *in_cpu, reel_session *gpu, reel_buffer *in_gpu, double tol)
+void vkt_compare_runs(reel_session *cpu, reel_tensor *in_cpu, reel_session *gpu, reel_tensor *in_gpu, double tol)
 {
-    reel_buffer *want[1], *got[1];
+    reel_tensor *want[1], *got[1];
     vkt_session_run(cpu, &in_cpu, want);
     vkt_session_run(gpu, &in_gpu, got);
     vkt_assert_close(got, want, 1, tol);
-    vkt_unref_all(want, 1);
-    vkt_unref_all(got, 1);
+    vkt_free_all(want, 1);
+    vkt_free_all(got, 1);
 }
 
 reel_session_placement vkt_placement(const reel_session *s)

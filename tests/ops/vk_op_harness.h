@@ -135,17 +135,17 @@ char *vkt_cached_model(const char *dir, const char *file);
 reel_model *vkt_load(const char *path);
 reel_session *vkt_session_new(reel_model *m, const reel_session_params *p);
 // A float32 tensor in host memory, values in [-1, 1) from seed.
-reel_buffer *vkt_host_tensor(int rank, const int64_t *shape, unsigned seed);
+reel_tensor *vkt_host_tensor(int rank, const int64_t *shape, unsigned seed);
 // The same tensor in device memory m (host's contents uploaded there).
-reel_buffer *vkt_device_tensor(reel_mem *m, const reel_buffer *host);
-void vkt_session_run(reel_session *s, reel_buffer **in, reel_buffer **out);
-void vkt_unref_all(reel_buffer **b, int n);
+reel_tensor *vkt_device_tensor(reel_mem *m, const reel_tensor *host);
+void vkt_session_run(reel_session *s, reel_tensor **in, reel_tensor **out);
+void vkt_free_all(reel_tensor **b, int n);
 // got within tol of want's largest magnitude, output by output; returns the
 // worst error of all (relative to each one's largest magnitude).
-double vkt_assert_close(reel_buffer *const *got, reel_buffer *const *want, int n, double tol);
+double vkt_assert_close(reel_tensor *const *got, reel_tensor *const *want, int n, double tol);
 // One output model: in_cpu run on cpu, in_gpu on gpu, within tol (as
 // vkt_assert_close).
-void vkt_compare_runs(reel_session *cpu, reel_buffer *in_cpu, reel_session *gpu, reel_buffer *in_gpu, double tol);
+void vkt_compare_runs(reel_session *cpu, reel_tensor *in_cpu, reel_session *gpu, reel_tensor *in_gpu, double tol);
 reel_session_placement vkt_placement(const reel_session *s);
 
 // A model of make_models.py (or the test skipped) with a one-thread session

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "pipeline/json_read.h"
+#include "base/json_read.h"
 #include "reel/error.h"
 #include "tests/support/skip.h"
 

@@ -1,4 +1,4 @@
-#include "pipeline/json.h"
+#include "base/json.h"
 #include "reel/error.h"
 
 void reel_json_string(GString *out, const char *s)

@@ -1,6 +1,7 @@
 // capsfilter: restricts the format on a link. Text pipelines create one for
 // every caps filter such as `video/raw,width=320`.
-#include "reel/reel.h"
+#include "reel/buffer.h"
+#include "reel/element.h"
 
 typedef struct capsfilter_priv {
     char *caps;

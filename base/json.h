@@ -1,6 +1,6 @@
 // Writing JSON text: just what the report and the trace need.
-#ifndef REEL_PIPELINE_JSON_H
-#define REEL_PIPELINE_JSON_H
+#ifndef REEL_BASE_JSON_H
+#define REEL_BASE_JSON_H
 
 #include <glib.h>
 

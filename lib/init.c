@@ -8,12 +8,10 @@
 extern const reel_element_class reel_appsink_class;
 extern const reel_element_class reel_appsrc_class;
 extern const reel_element_class reel_batch_class;
-extern const reel_element_class reel_capsfilter_class;
 extern const reel_element_class reel_classify_class;
 extern const reel_element_class reel_convert_class;
 extern const reel_element_class reel_decode_class;
 extern const reel_element_class reel_detect_class;
-extern const reel_element_class reel_download_class;
 extern const reel_element_class reel_encode_class;
 extern const reel_element_class reel_fakesink_class;
 extern const reel_element_class reel_funnel_class;
@@ -32,15 +30,14 @@ extern const reel_element_class reel_tee_class;
 extern const reel_element_class reel_testsrc_class;
 extern const reel_element_class reel_track_class;
 extern const reel_element_class reel_unbatch_class;
-extern const reel_element_class reel_upload_class;
 
 static const reel_element_class *const builtin[] = {
     &reel_appsink_class,    &reel_appsrc_class,
-    &reel_capsfilter_class, &reel_convert_class, &reel_decode_class, &reel_download_class, &reel_encode_class,
+    &reel_convert_class, &reel_decode_class, &reel_encode_class,
     &reel_fakesink_class,   &reel_funnel_class,  &reel_identity_class, &reel_infer_class, &reel_overlay_class,
     &reel_metasink_class,   &reel_preprocess_class, &reel_queue_class,
     &reel_sink_class,       &reel_source_class,  &reel_tee_class,      &reel_testsrc_class, &reel_track_class,
-    &reel_upload_class,     &reel_classify_class, &reel_detect_class,
+        &reel_classify_class, &reel_detect_class,
     &reel_batch_class,      &reel_unbatch_class,  &reel_rate_class,
     &reel_natssink_class,   &reel_mqttsink_class,
 };

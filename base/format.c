@@ -1,6 +1,7 @@
 // Pixel formats and tensor element types: names and plane geometry.
-#include "reel/buffer.h"
-#include "reel/caps.h"
+#include <glib.h>
+
+#include "reel/format.h"
 
 #include <string.h>
 

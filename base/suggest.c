@@ -1,4 +1,4 @@
-#include "pipeline/suggest.h"
+#include "base/suggest.h"
 
 #include <glib.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 // Closest-name hints for error messages ("did you mean 'fakesink'?").
-#ifndef REEL_PIPELINE_SUGGEST_H
-#define REEL_PIPELINE_SUGGEST_H
+#ifndef REEL_BASE_SUGGEST_H
+#define REEL_BASE_SUGGEST_H
 
 #include <stddef.h>
 

@@ -1,6 +1,7 @@
 // download: device memory -> host memory. Pipelines insert one wherever a
 // GPU element feeds a cpu element; the bytes it moves are in the report.
-#include "reel/reel.h"
+#include "reel/buffer.h"
+#include "reel/element.h"
 
 typedef struct download_priv {
     uint8_t *packed;   // the device's packed rows, before they get our padding

@@ -1,10 +1,10 @@
 // A recursive-descent JSON reader (RFC 8259), depth-limited.
-#include "pipeline/json_read.h"
+#include "base/json_read.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "reel/reel.h"
+#include "reel/error.h"
 
 enum { MAX_DEPTH = 32 };
 

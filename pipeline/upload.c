@@ -1,6 +1,7 @@
 // upload: host memory -> device memory. Pipelines insert one wherever a cpu
 // element feeds a GPU element; the bytes it moves are in the report.
-#include "reel/reel.h"
+#include "reel/buffer.h"
+#include "reel/element.h"
 
 typedef struct upload_priv {
     uint8_t *packed;   // rows without their padding, when the source has some

@@ -98,12 +98,3 @@ int reel_limit_check_tensor(int rank, const int64_t *shape, size_t elem_size, in
         *nbytes = bytes;
     return 0;
 }
-
-int reel_limit_check_caps(const reel_caps *f, GError **error)
-{
-    if (f->media & (REEL_MEDIA_VIDEO_RAW | REEL_MEDIA_VIDEO_ENCODED))
-        return reel_limit_check_frame(f->width, f->height, error);
-    if (f->media == REEL_MEDIA_TENSOR && f->dtype != REEL_DTYPE_NONE)
-        return reel_limit_check_tensor(f->rank, f->shape, reel_dtype_size(f->dtype), NULL, error);
-    return 0;
-}

@@ -1,8 +1,8 @@
 // Reading JSON text (RFC 8259, strictly): the jobs, job states and worker
 // health the fleet passes around as messages, and metadata lines read back
 // in tests. Nesting is limited to 32 levels.
-#ifndef REEL_PIPELINE_JSON_READ_H
-#define REEL_PIPELINE_JSON_READ_H
+#ifndef REEL_BASE_JSON_READ_H
+#define REEL_BASE_JSON_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 // Connecting to NATS with the settings every part of the fleet wants.
-#include "fleet/connect.h"
+#include "elements/nats_connect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,13 +8,13 @@
 
 enum { RECONNECT_BUFFER_BYTES = 8 << 20, CONNECT_TIMEOUT_MS = 2000, RECONNECT_WAIT_MS = 250 };
 
-const char *reel_fleet_default_url(void)
+const char *reel_nats_default_url(void)
 {
     const char *env = getenv("REEL_NATS_URL");
     return env && *env ? env : "nats://127.0.0.1:4222";
 }
 
-void reel_fleet_set_error(GError **error, natsStatus s, const char *what)
+void reel_nats_set_error(GError **error, natsStatus s, const char *what)
 {
     const char *detail = nats_GetLastError(NULL);
     const char *text = natsStatus_GetText(s);
@@ -24,10 +24,10 @@ void reel_fleet_set_error(GError **error, natsStatus s, const char *what)
         g_set_error(error, REEL_ERROR, REEL_EIO, "%s: %s", what, text);
 }
 
-natsConnection *reel_fleet_connect(const char *url, const char *name, GError **error)
+natsConnection *reel_nats_connect(const char *url, const char *name, GError **error)
 {
     if (!url || !*url)
-        url = reel_fleet_default_url();
+        url = reel_nats_default_url();
     natsOptions *opts = NULL;
     natsConnection *nc = NULL;
     natsStatus s = natsOptions_Create(&opts);
@@ -50,7 +50,7 @@ natsConnection *reel_fleet_connect(const char *url, const char *name, GError **e
     natsOptions_Destroy(opts);
     if (s != NATS_OK) {
         char *what = g_strdup_printf("cannot connect to NATS at '%s'", url);
-        reel_fleet_set_error(error, s, what);
+        reel_nats_set_error(error, s, what);
         g_free(what);
         return NULL;
     }
