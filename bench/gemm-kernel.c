@@ -136,8 +136,8 @@ int main(int argc, char **argv)
     int repeat = argc > 1 ? atoi(argv[1]) : 9;
     if (repeat < 1 || repeat > 1000)
         repeat = 9;
+    openblas_set_num_threads(1);
     reel_blas_setup();
-    reel_blas_set_threads(1);
     printf("single-threaded, GFLOP/s, median of %d; OpenBLAS %s kernels\n", repeat, reel_blas_corename());
     printf("    M     K      N |     ours  blas+epi  blas only | ours/(blas+epi)\n");
     srand(1);

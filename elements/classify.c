@@ -25,9 +25,12 @@ typedef struct classify_priv {
 static const reel_prop props[] = {
     { "softmax", REEL_PROP_BOOL, offsetof(classify_priv, softmax), "true",
       .help = "turn the output into probabilities (false: it already is, or raw scores will do)" },
-    { "top-k", REEL_PROP_INT, offsetof(classify_priv, top_k), "1", 1, 1000, .help = "best classes to keep" },
+    // Read afresh for each frame, so they may change while running.
+    { "top-k", REEL_PROP_INT, offsetof(classify_priv, top_k), "1", 1, 1000, .help = "best classes to keep",
+      .flags = REEL_PROP_MUTABLE },
     { "threshold", REEL_PROP_DOUBLE, offsetof(classify_priv, threshold), "0",
-      .help = "keep classes scoring at least this (softmax=false: raw scores may be negative, lower it)" },
+      .help = "keep classes scoring at least this (softmax=false: raw scores may be negative, lower it)",
+      .flags = REEL_PROP_MUTABLE },
     { "output", REEL_PROP_STRING, offsetof(classify_priv, output), NULL,
       .help = "the output holding the class scores; default: the first" },
     { "labels", REEL_PROP_STRING, offsetof(classify_priv, labels_path), NULL,

@@ -59,11 +59,24 @@ typedef struct mqttsink_priv {
     int64_t acknowledged;    // of which the broker acknowledged
 } mqttsink_priv;
 
+// A topic one can publish on (no + or #), once {stream} is replaced.
+static const char *publishable(const void *value)
+{
+    const char *topic = *(char *const *)value;
+    GString *probe = g_string_new(NULL);
+    reel_meta_destination(probe, topic, 0);
+    bool ok = probe->len > 0 && mosquitto_pub_topic_check(probe->str) == MOSQ_ERR_SUCCESS;
+    g_string_free(probe, TRUE);
+    return ok ? NULL : "a topic to publish on: not empty, no + or #";
+}
+
+// topic is read for each frame, so it may change while running.
 static const reel_prop props[] = {
     { "url", REEL_PROP_STRING, offsetof(mqttsink_priv, url), NULL,
       .help = "broker, mqtt://HOST:PORT (default $REEL_MQTT_URL, else mqtt://127.0.0.1:1883)" },
     { "topic", REEL_PROP_STRING, offsetof(mqttsink_priv, topic), "reel/meta/{stream}",
-      .help = "topic of each frame's message; {stream} is replaced by the stream id" },
+      .help = "topic of each frame's message; {stream} is replaced by the stream id", .flags = REEL_PROP_MUTABLE,
+      .check = publishable },
     { "qos", REEL_PROP_INT, offsetof(mqttsink_priv, qos), "1", 0, 2,
       .help = "MQTT quality of service: 0 at most once, 1 at least once, 2 exactly once" },
     { "retain", REEL_PROP_BOOL, offsetof(mqttsink_priv, retain), "false",

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reel/reel.h"
+#include "reel/error.h"
 
 enum { RECONNECT_BUFFER_BYTES = 8 << 20, CONNECT_TIMEOUT_MS = 2000, RECONNECT_WAIT_MS = 250 };
 

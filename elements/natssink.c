@@ -35,9 +35,31 @@ typedef struct natssink_priv {
     char *refused_text;   // why the first was refused
 } natssink_priv;
 
+// A subject one can publish on: dot-separated tokens, none empty, no
+// spaces, no wildcards.
+static const char *publishable(const void *value)
+{
+    const char *subject = *(char *const *)value;
+    GString *probe = g_string_new(NULL);
+    reel_meta_destination(probe, subject, 0);
+    char **tokens = g_strsplit(probe->str, ".", -1);
+    bool ok = probe->len > 0;
+    for (int i = 0; ok && tokens[i]; i++) {
+        ok = *tokens[i] && strcmp(tokens[i], "*") != 0 && strcmp(tokens[i], ">") != 0;
+        for (const char *c = tokens[i]; ok && *c; c++)
+            ok = !g_ascii_isspace(*c);
+    }
+    g_strfreev(tokens);
+    g_string_free(probe, TRUE);
+    return ok ? NULL : "a subject to publish on: dot-separated tokens without spaces or wildcards (* >)";
+}
+
+// subject is read for each frame, so it may change while running.
 static const reel_prop props[] = {
     { "subject", REEL_PROP_STRING, offsetof(natssink_priv, subject), "reel.meta.{stream}",
-      .help = "subject of each frame's message; {stream} is replaced by the stream id" },
+      .help = "subject of each frame's message; {stream} is replaced by the stream id (jetstream=true: "
+              "within the stream's subjects)",
+      .flags = REEL_PROP_MUTABLE, .check = publishable },
     { "jetstream", REEL_PROP_BOOL, offsetof(natssink_priv, jetstream), "false",
       .help = "store each message in a JetStream stream and wait for the server's acknowledgement" },
     { "url", REEL_PROP_STRING, offsetof(natssink_priv, url), NULL,

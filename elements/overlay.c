@@ -19,13 +19,17 @@ typedef struct overlay_priv {
     GArray *prims; // reel_overlay_prim, rebuilt per frame
 } overlay_priv;
 
+// The primitives are built afresh for each frame from these, so they may
+// change while running.
 static const reel_prop props[] = {
-    { "thickness", REEL_PROP_INT, offsetof(overlay_priv, thickness), "2", 1, 64, .help = "box outline in pixels" },
+    { "thickness", REEL_PROP_INT, offsetof(overlay_priv, thickness), "2", 1, 64, .help = "box outline in pixels",
+      .flags = REEL_PROP_MUTABLE },
     { "font-scale", REEL_PROP_INT, offsetof(overlay_priv, font_scale), "2", 1, 16,
-      .help = "label size: 5x7 glyphs times this" },
+      .help = "label size: 5x7 glyphs times this", .flags = REEL_PROP_MUTABLE },
     { "labels", REEL_PROP_BOOL, offsetof(overlay_priv, labels), "true",
-      .help = "write label, score and track id above each box" },
-    { "landmarks", REEL_PROP_BOOL, offsetof(overlay_priv, landmarks), "true", .help = "mark each landmark" },
+      .help = "write label, score and track id above each box", .flags = REEL_PROP_MUTABLE },
+    { "landmarks", REEL_PROP_BOOL, offsetof(overlay_priv, landmarks), "true", .help = "mark each landmark",
+      .flags = REEL_PROP_MUTABLE },
     { NULL },
 };
 

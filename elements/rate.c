@@ -1,5 +1,7 @@
 // rate: samples a stream down to at most `fps` frames per second of stream
 // time (pts), dropping the rest: a live camera at 25 fps analysed at 5.
+// fps may change while running; the output caps keep the rate negotiated
+// at the start.
 #include "reel/reel.h"
 
 #include <math.h>
@@ -7,13 +9,22 @@
 typedef struct rate_priv {
     reel_fraction fps;
 
-    int64_t next_ns;      // stream time from which the next frame passes; INT64_MIN: the first passes
+    // Stream time of the slot the last passed frame took; INT64_MIN: the
+    // first frame passes. The next slot is computed from it with the fps in
+    // force, so a new rate applies from the next frame.
+    int64_t slot_ns;
     int64_t passed, dropped;
 } rate_priv;
 
+static const char *fps_above_zero(const void *value)
+{
+    return ((const reel_fraction *)value)->num > 0 ? NULL : "a rate above 0, such as 5/1, 5 or 2.5";
+}
+
 static const reel_prop props[] = {
     { "fps", REEL_PROP_FRACTION, offsetof(rate_priv, fps), "5/1",
-      .help = "most frames per second to pass, by timestamps" },
+      .help = "most frames per second to pass, by timestamps", .flags = REEL_PROP_MUTABLE,
+      .check = fps_above_zero },
     { NULL },
 };
 
@@ -34,7 +45,7 @@ static int configure(reel_element *e, int pad, reel_caps *out)
 static int start(reel_element *e)
 {
     rate_priv *s = reel_element_priv(e);
-    s->next_ns = INT64_MIN;
+    s->slot_ns = INT64_MIN;
     s->passed = s->dropped = 0;
     return 0;
 }
@@ -53,15 +64,17 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
     rate_priv *s = reel_element_priv(e);
     int64_t t = stream_ns(buf);
     int64_t interval = (int64_t)llround(1e9 * s->fps.den / s->fps.num);
-    if (s->next_ns != INT64_MIN && t < s->next_ns) {
+    bool first = s->slot_ns == INT64_MIN;
+    int64_t next = first ? INT64_MIN : s->slot_ns + interval;
+    if (!first && t < next) {
         s->dropped++;
         reel_buffer_unref(&buf);
         return 0;
     }
     // Slots follow the first frame's grid, so that 25 fps to 5 keeps every
     // fifth frame; a gap (or a jump back) restarts the grid at this frame.
-    bool on_grid = s->next_ns != INT64_MIN && t - s->next_ns < interval;
-    s->next_ns = (on_grid ? s->next_ns : t) + interval;
+    bool on_grid = !first && t - next < interval;
+    s->slot_ns = on_grid ? next : t;
     s->passed++;
     return reel_element_push(e, 0, buf);
 }

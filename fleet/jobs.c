@@ -224,6 +224,18 @@ int fleet_submit(fleet *f, const fleet_job *job, GError **error)
     return s == NATS_OK ? 0 : nats_fail(error, s, "cannot queue the job");
 }
 
+int fleet_state_attempts(fleet *f, const char *id)
+{
+    kvEntry *e = NULL;
+    if (kvStore_Get(&e, f->states, id) != NATS_OK)
+        return 0;
+    reel_json_value *v = reel_json_parse(kvEntry_ValueString(e), (size_t)kvEntry_ValueLen(e), NULL);
+    int attempts = v ? (int)reel_json_member_number(v, "attempts", 0) : 0;
+    reel_json_free(v);
+    kvEntry_Destroy(e);
+    return MAX(attempts, 0);
+}
+
 int fleet_state_put(fleet *f, const char *id, fleet_job_kind kind, const char *state, const char *worker,
                     const char *reason, int attempts, GError **error)
 {

@@ -65,6 +65,8 @@ char *fleet_job_text(const fleet_job *job);
 int fleet_submit(fleet *f, const fleet_job *job, GError **error);
 
 // Writes a job's state; worker and reason may be NULL.
+// The attempts the job's recorded state counts (0 when it has none).
+int fleet_state_attempts(fleet *f, const char *id);
 int fleet_state_put(fleet *f, const char *id, fleet_job_kind kind, const char *state, const char *worker,
                     const char *reason, int attempts, GError **error);
 

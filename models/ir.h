@@ -55,6 +55,10 @@ typedef struct reel_ir_attr {
 typedef struct reel_ir_node {
     char *name;                  // never NULL: "<op>_<index>" when the model gave none
     char *op;                    // ONNX op_type, e.g. "Conv"
+    // The op's implementation (models/op.h), resolved once when the model
+    // is loaded (after the passes); NULL before that. Executors use it
+    // rather than looking the op up by name per node and run.
+    const struct reel_op *impl;
     int *inputs;                 // value indices; -1 for an omitted optional input
     int n_inputs;
     int *outputs;                // value indices; -1 for an omitted optional output

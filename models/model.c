@@ -1,11 +1,13 @@
-// The public model API: load (parse, infer, passes, check), ref/unref, I/O
-// descriptions, summary. Sessions live in models/session.c.
+// The public model API: load (parse, infer, passes, check, ops resolved),
+// ref/unref, I/O descriptions, summary, and the stores its sessions share
+// per device. Sessions live in models/session.c.
 #include <string.h>
 
 #include "models/model_internal.h"
 #include "models/onnx/load.h"
 #include "models/op.h"
 #include "models/passes.h"
+#include "models/vulkan/store.h"
 #include "reel/error.h"
 
 // a *= b, false (a = -1) on overflow or when either is unknown.
@@ -115,15 +117,16 @@ static void describe(const reel_ir_graph *g, const GArray *idx, reel_model_io **
 
 // Every live node without a kernel or whose inference refused it, in one
 // message.
-static int check_supported(const reel_ir_graph *g, GHashTable *unsupported, const char *path,
+static int check_supported(reel_ir_graph *g, GHashTable *unsupported, const char *path,
                            GError **error)
 {
     GString *msg = g_string_new(NULL);
     int bad = 0;
     for (guint i = 0; i < g->nodes->len; i++) {
-        const reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        reel_ir_node *n = reel_ir_node_at(g, (int)i);
         const char *why = g_hash_table_lookup(unsupported, n->name);
-        if (reel_op_find(n->op) && !why)
+        // Resolved once here: executors use n->impl from now on.
+        if ((n->impl = reel_op_find(n->op)) && !why)
             continue;
         if (why && strstr(why, n->name)) // inference messages name the node already
             g_string_append_printf(msg, "\n  %s", why);
@@ -162,6 +165,15 @@ static reel_model *model_from_graph(reel_ir_graph *g, const char *path, GError *
     describe(g, g->inputs, &m->inputs, &m->n_inputs);
     describe(g, g->outputs, &m->outputs, &m->n_outputs);
     summarize(m);
+    m->const_inputs = g_new0(uint32_t, g->nodes->len + 1);
+    for (guint i = 0; i < g->nodes->len; i++) {
+        const reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        for (int k = 0; k < n->n_inputs && k < 32; k++)
+            if (n->inputs[k] >= 0 && reel_ir_value_at(g, n->inputs[k])->constant)
+                m->const_inputs[i] |= 1u << k;
+    }
+    g_mutex_init(&m->stores_lock);
+    m->stores = g_ptr_array_new();
     return m;
 }
 
@@ -198,6 +210,11 @@ void reel_model_unref(reel_model **pm)
         return;
     if (m->summary.op_histogram)
         g_hash_table_destroy(m->summary.op_histogram);
+    // Every session is gone (each held a reference), and with them the stores.
+    g_warn_if_fail(m->stores->len == 0);
+    g_ptr_array_free(m->stores, TRUE);
+    g_mutex_clear(&m->stores_lock);
+    g_free(m->const_inputs);
     g_free(m->inputs);
     g_free(m->outputs);
     reel_ir_graph_free(&m->graph);
@@ -228,4 +245,56 @@ const reel_model_io *reel_model_output(const reel_model *m, int i)
 void reel_model_summarize(const reel_model *m, reel_model_summary *out)
 {
     *out = m->summary;
+}
+
+static void store_free(reel_model *m, reel_model_store *st)
+{
+    for (guint i = 0; i < m->graph->nodes->len; i++)
+        g_free(st->states[i]);
+    g_free(st->states);
+    vk_store_free(&st->vk);
+    g_free(st);
+}
+
+reel_model_store *reel_model_store_get(reel_model *m, reel_device *dev, GError **error)
+{
+    if (dev && reel_device_info_of(dev)->backend != REEL_BACKEND_VULKAN)
+        dev = NULL; // the cpu device: the cpu's store
+    g_mutex_lock(&m->stores_lock);
+    reel_model_store *st = NULL;
+    for (guint i = 0; i < m->stores->len && !st; i++)
+        if (((reel_model_store *)m->stores->pdata[i])->dev == dev)
+            st = m->stores->pdata[i];
+    if (!st) {
+        // Made under the lock: a second session on dev waits for this one
+        // rather than making a store of its own.
+        st = g_new0(reel_model_store, 1);
+        st->dev = dev;
+        st->states = g_new0(void *, m->graph->nodes->len + 1);
+        atomic_init(&st->states_made, 0);
+        if (dev && !(st->vk = vk_store_new(dev, m->graph, error))) {
+            store_free(m, st);
+            g_mutex_unlock(&m->stores_lock);
+            return NULL;
+        }
+        g_ptr_array_add(m->stores, st);
+    }
+    st->sessions++;
+    g_mutex_unlock(&m->stores_lock);
+    return st;
+}
+
+void reel_model_store_put(reel_model *m, reel_model_store **pst)
+{
+    reel_model_store *st = pst ? *pst : NULL;
+    if (!st)
+        return;
+    *pst = NULL;
+    g_mutex_lock(&m->stores_lock);
+    bool last = --st->sessions == 0;
+    if (last)
+        g_ptr_array_remove_fast(m->stores, st);
+    g_mutex_unlock(&m->stores_lock);
+    if (last)
+        store_free(m, st); // outside the lock: freeing waits for the device
 }

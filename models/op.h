@@ -18,10 +18,12 @@ typedef struct reel_exec_ctx {
     size_t scratch_size;
     // Data a kernel derives from its constant inputs (weights in another
     // layout), kept from run to run: *state starts NULL, a kernel may set it
-    // to g_malloc'd memory, which is g_free'd with the plan. Only inputs
-    // whose bit is set in const_inputs are the same on every run.
+    // to g_malloc'd memory. It is kept per model and device and shared by
+    // every plan (input shape) and session there (models/model_internal.h),
+    // so it may depend only on the node and the inputs whose bit is set in
+    // const_inputs, never on the input shapes; g_free'd with that store.
     void **state;
-    uint32_t const_inputs;       // bit k: input k is a constant of the model
+    uint32_t const_inputs;       // bit k: input k is a constant of the model (the same in every plan and run)
 } reel_exec_ctx;
 
 typedef struct reel_op {

@@ -2,9 +2,17 @@
 // with concrete dims, shape-only work folded, one arena with lifetimes and
 // reuse); a run walks the nodes over views into the arena.
 //
+// Plans are cached by input shape, at most plan_cache of them: beyond, the
+// least recently run one is freed (its values, folded constants, device
+// memory and recordings). What does not depend on the shape is the
+// model's store on the session's device (models/model_internal.h), shared
+// with every plan and every session there: the kernels' state derived from
+// weights, and on Vulkan the uploaded weights and compiled kernels.
+//
 // Threads: a session with more than one thread owns a reel_workers that
-// kernels split their work over (nn_parallel); each run sets OpenBLAS to one
-// thread, so OpenBLAS's threads and reel's workers never run at once.
+// kernels split their work over (nn_parallel), each piece calling sgemm:
+// OpenBLAS should be single-threaded then (reel_init_params.blas_threads;
+// sessions never change it themselves, as the setting is the process's).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +23,7 @@
 #include "models/op.h"
 #include "models/session.h"
 #include "models/vulkan/exec.h"
+#include "models/vulkan/store.h"
 #include "reel/error.h"
 #include "reel/limits.h"
 
@@ -34,8 +43,8 @@ typedef struct plan {
     GPtrArray *owned;         // reel_tensor * made while planning
     size_t arena_bytes, scratch_bytes;
     vk_exec *vk;              // the nodes on a Vulkan device, or NULL
-    void **state;             // per node (n_state): reel_exec_ctx.state
-    guint n_state;
+    const char *key;          // the session's key for it (owned by its table)
+    GList link;               // in the session's lru; data: the plan
 } plan;
 
 struct reel_session {
@@ -45,7 +54,11 @@ struct reel_session {
     bool strict;
     uint64_t device_memory_limit;
     bool f16;                 // precision=fp16: float32 values are float16 on the device
+    reel_model_store *store;  // the model's on this device (held)
+    int plan_cache;           // plans kept at most
     GHashTable *plans;        // key -> plan *
+    GQueue lru;               // the plans, the most recently run first
+    int64_t plans_built, plans_evicted;
     plan *last;
     reel_workers *workers;       // NULL for one thread; made at the first run
     void *arena, *scratch;
@@ -59,9 +72,6 @@ static void plan_free(gpointer p)
     plan *pl = p;
     if (!pl)
         return;
-    for (guint i = 0; i < pl->n_state; i++)
-        g_free(pl->state[i]);
-    g_free(pl->state);
     if (pl->g.values)
         for (guint i = 0; i < pl->g.values->len; i++)
             g_free(pl->g.values->pdata[i]); // shallow copies: names belong to the model
@@ -97,16 +107,24 @@ reel_session *reel_session_new(reel_model *m, const reel_session_params *params,
             return NULL;
         }
     }
+    reel_device *device = NULL;
+    if (params && params->device && reel_device_info_of(params->device)->backend == REEL_BACKEND_VULKAN)
+        device = params->device;
+    reel_model_store *store = reel_model_store_get(m, device, error);
+    if (!store)
+        return NULL;
     reel_blas_setup();
     reel_session *s = g_new0(reel_session, 1);
     s->m = reel_model_ref(m);
+    s->store = store;
     s->threads = params && params->threads > 0 ? params->threads : (int)g_get_num_processors();
-    if (params && params->device && reel_device_info_of(params->device)->backend == REEL_BACKEND_VULKAN)
-        s->device = reel_device_ref(params->device);
+    s->device = device ? reel_device_ref(device) : NULL;
     s->strict = params && params->strict;
     s->device_memory_limit = params ? params->device_memory_limit : 0;
     s->f16 = s->device && params->precision == REEL_PRECISION_FP16;
+    s->plan_cache = params && params->plan_cache > 0 ? params->plan_cache : REEL_SESSION_PLAN_CACHE;
     s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, plan_free);
+    g_queue_init(&s->lru);
     s->times = g_array_new(FALSE, FALSE, sizeof(reel_session_node_time));
     return s;
 }
@@ -116,7 +134,8 @@ void reel_session_destroy(reel_session **ps)
     reel_session *s = ps ? *ps : NULL;
     if (!s)
         return;
-    g_hash_table_destroy(s->plans);
+    g_hash_table_destroy(s->plans); // first: plans borrow from the store
+    reel_model_store_put(s->m, &s->store);
     reel_device_unref(&s->device);
     reel_workers_destroy(&s->workers);
     free(s->arena);
@@ -146,6 +165,29 @@ const reel_session_node_time *reel_session_node_times(const reel_session *s, int
 int reel_session_n_plans(const reel_session *s)
 {
     return (int)g_hash_table_size(s->plans);
+}
+
+void reel_session_stats_of(const reel_session *s, reel_session_stats *out)
+{
+    *out = (reel_session_stats){ .plans = (int)g_hash_table_size(s->plans), .plan_cache = s->plan_cache,
+                                 .plans_built = s->plans_built, .plans_evicted = s->plans_evicted,
+                                 .arena_bytes_held = (int64_t)s->arena_cap,
+                                 .kernel_states = atomic_load(&s->store->states_made) };
+    for (GList *l = s->lru.head; l; l = l->next) {
+        const plan *pl = l->data;
+        vk_exec_stats st;
+        if (pl->vk) {
+            vk_exec_get_stats(pl->vk, &st);
+            out->device_bytes += st.device_bytes;
+        }
+    }
+    if (s->store->vk) {
+        vk_store_stats st;
+        vk_store_get_stats(s->store->vk, &st);
+        out->weights_uploaded = st.weights;
+        out->weight_bytes_uploaded = st.weight_bytes;
+        out->kernels_compiled = st.kernels;
+    }
 }
 
 static size_t value_bytes(const reel_ir_value *v)
@@ -309,7 +351,7 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
             pl->skip[i] = true;
             continue;
         }
-        const reel_op *op = reel_op_find(n->op);
+        const reel_op *op = n->impl;
         if (!op) {
             g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "node %s: op %s is not supported", n->name, n->op);
             goto fail;
@@ -396,7 +438,7 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
         if (pl->skip[i])
             continue;
         reel_ir_node *n = reel_ir_node_at(g, i);
-        const reel_op *op = reel_op_find(n->op);
+        const reel_op *op = n->impl;
         if (!op->scratch)
             continue;
         reel_tensor **in = g_new0(reel_tensor *, n->n_inputs + 1), **out = g_new0(reel_tensor *, n->n_outputs + 1);
@@ -412,7 +454,7 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
     }
     // The device's arena from the same lifetimes.
     if (s->device) {
-        vk_exec_params vp = { .dev = s->device, .strict = s->strict, .memory_limit = s->device_memory_limit,
+        vk_exec_params vp = { .store = s->store->vk, .strict = s->strict, .memory_limit = s->device_memory_limit,
                               .def = def, .last = last, .f16 = s->f16 };
         pl->vk = vk_exec_new(&vp, g, pl->t, pl->skip, error);
     }
@@ -532,6 +574,38 @@ static char *plan_key(reel_session *s, reel_tensor *const *inputs)
 static int bind_inputs(reel_session *s, plan *pl, reel_tensor *const *inputs, reel_tensor **copies, GError **error);
 static int run_nodes(reel_session *s, plan *pl, reel_tensor **outputs, GError **error);
 
+// Frees the least recently run plans beyond plan_cache (never the newest,
+// at the head). The session's arena and scratch, sized for the largest
+// plan run so far, shrink to what the plans kept need (reallocated by the
+// run that follows).
+static void evict(reel_session *s)
+{
+    if ((int)s->lru.length <= s->plan_cache)
+        return;
+    while ((int)s->lru.length > s->plan_cache) {
+        plan *old = g_queue_peek_tail(&s->lru);
+        g_queue_unlink(&s->lru, &old->link);
+        g_hash_table_remove(s->plans, old->key); // frees old
+        s->plans_evicted++;
+    }
+    size_t arena = 0, scratch = 0;
+    for (GList *l = s->lru.head; l; l = l->next) {
+        const plan *pl = l->data;
+        arena = MAX(arena, pl->arena_bytes);
+        scratch = MAX(scratch, pl->scratch_bytes);
+    }
+    if (s->arena_cap > MAX(arena, ALIGN)) {
+        free(s->arena);
+        s->arena = NULL;
+        s->arena_cap = 0;
+    }
+    if (s->scratch_cap > MAX(scratch, ALIGN)) {
+        free(s->scratch);
+        s->scratch = NULL;
+        s->scratch_cap = 0;
+    }
+}
+
 int reel_session_run(reel_session *s, reel_tensor *const *inputs, reel_tensor **outputs, GError **error)
 {
     if (!s || (!inputs && s->m->n_inputs) || !outputs) {
@@ -549,9 +623,18 @@ int reel_session_run(reel_session *s, reel_tensor *const *inputs, reel_tensor **
             g_free(key);
             return error && *error ? (*error)->code : REEL_EINVAL;
         }
+        pl->key = key;
+        pl->link.data = pl;
         g_hash_table_insert(s->plans, key, pl);
+        g_queue_push_head_link(&s->lru, &pl->link);
+        s->plans_built++;
+        evict(s);
     } else {
         g_free(key);
+        if (s->lru.head != &pl->link) {
+            g_queue_unlink(&s->lru, &pl->link);
+            g_queue_push_head_link(&s->lru, &pl->link);
+        }
     }
     s->last = pl;
     if (!grow(&s->arena, &s->arena_cap, pl->arena_bytes) || !grow(&s->scratch, &s->scratch_cap, pl->scratch_bytes)) {
@@ -604,37 +687,41 @@ static int run_nodes(reel_session *s, plan *pl, reel_tensor **outputs, GError **
     int rc = 0;
     if (s->threads > 1 && !s->workers)
         s->workers = reel_workers_create(s->threads);
-    reel_blas_set_threads(1);
     reel_exec_ctx ctx = {
         .opset = pl->g.opset, .threads = s->workers ? s->threads : 1, .workers = s->workers, .scratch = s->scratch,
         .scratch_size = pl->scratch_bytes,
     };
     g_array_set_size(s->times, 0);
     const reel_ir_graph *g = &pl->g;
+    void **states = s->store->states;
     for (guint i = 0; i < g->nodes->len; i++) {
         if (pl->skip[i])
             continue;
         const reel_ir_node *n = reel_ir_node_at(g, (int)i);
-        const reel_op *op = reel_op_find(n->op);
         reel_tensor *in[n->n_inputs + 1], *out[n->n_outputs + 1];
         for (int k = 0; k < n->n_inputs; k++)
             in[k] = n->inputs[k] >= 0 ? &pl->t[n->inputs[k]] : NULL;
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = n->outputs[k] >= 0 ? &pl->t[n->outputs[k]] : NULL;
-        if (!pl->state)
-            pl->state = g_new0(void *, pl->n_state = g->nodes->len);
-        ctx.state = &pl->state[i];
-        ctx.const_inputs = 0;
-        for (int k = 0; k < n->n_inputs && k < 32; k++)
-            if (n->inputs[k] >= 0 && pl->kind[n->inputs[k]] == V_CONST)
-                ctx.const_inputs |= 1u << k;
         gint64 t0 = s->profile ? g_get_monotonic_time() : 0;
         bool on_device = pl->vk && vk_exec_on_device(pl->vk, (int)i);
         if (on_device) {
             vk_exec_set_profile(pl->vk, s->profile);
             rc = vk_exec_node(pl->vk, g, (int)i, pl->t, error);
         } else if (!(rc = cpu_inputs(pl, n, error))) {
-            rc = op->run(n, in, out, &ctx);
+            // The kernel's state is the store's, for every plan and session:
+            // the first to make it publishes it, one that lost the race
+            // frees its own copy once it ran.
+            void *state = g_atomic_pointer_get(&states[i]), *had = state;
+            ctx.state = &state;
+            ctx.const_inputs = s->m->const_inputs[i];
+            rc = n->impl->run(n, in, out, &ctx);
+            if (state != had) {
+                if (g_atomic_pointer_compare_and_exchange(&states[i], NULL, state))
+                    atomic_fetch_add(&s->store->states_made, 1);
+                else
+                    g_free(state);
+            }
         }
         if (!rc && pl->vk && !on_device)
             for (int k = 0; k < n->n_outputs; k++)

@@ -18,6 +18,7 @@ reel_element *reel_element_new(const reel_element_class *klass, const char *name
     e->inputs = g_ptr_array_new();
     e->outputs = g_ptr_array_new();
     g_cond_init(&e->wake);
+    g_rec_mutex_init(&e->prop_lock);
 
     int rc = reel_props_set_defaults(e, error);
     if (rc == 0 && klass->init && (rc = klass->init(e)) < 0)
@@ -51,6 +52,7 @@ void reel_element_destroy(reel_element **ep)
     g_ptr_array_free(e->inputs, TRUE);
     g_ptr_array_free(e->outputs, TRUE);
     g_cond_clear(&e->wake);
+    g_rec_mutex_clear(&e->prop_lock);
     g_free(e->priv);
     g_free(e->name);
     g_free(e->device_request);
@@ -278,7 +280,11 @@ void reel_element_configure_input_bytes(reel_element *e, int pad, int64_t max_by
 void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky)
 {
     g_return_if_fail(pad >= 0 && pad < (int)e->inputs->len && capacity > 0);
-    reel_link_set_capacity(e->inputs->pdata[pad], capacity, leaky);
+    // Once started, upstream may be pushing: only the bounds change, in place.
+    if (e->started)
+        reel_link_change_bounds(e->inputs->pdata[pad], capacity, leaky);
+    else
+        reel_link_set_capacity(e->inputs->pdata[pad], capacity, leaky);
 }
 
 void reel_element_set_blocking(reel_element *e, bool blocking)

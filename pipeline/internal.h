@@ -27,11 +27,13 @@ typedef struct reel_link {
     atomic_bool src_waiting;       // upstream found the link full and waits for room
     atomic_bool eos;               // upstream finished; delivered after the last buffer
     bool eos_taken;
-    int capacity;                  // soft bound: upstream is not scheduled while full
+    // Soft bound: upstream is not scheduled while full. It and `leaky` may
+    // change while the link runs (the consumer's `changed` hook), hence atomic.
+    atomic_int capacity;
     int64_t max_bytes_request;     // the consumer's byte bound (a queue's max-bytes); 0: the pipeline's
     int64_t max_bytes;             // in force this run: full (or, leaky, dropping) at this many bytes
     atomic_llong bytes;            // of the buffers queued
-    reel_leaky leaky;
+    atomic_int leaky;              // reel_leaky
     atomic_long dropped;
     int64_t max_age_ns;            // leaky links: older buffers (since capture) are dropped at pop; 0: none
     reel_caps sent_format;         // producer only: the format of the last buffer sent
@@ -59,6 +61,15 @@ struct reel_element {
     void *priv;
     uint64_t props_set;            // bit i: the class's property i was set
     reel_pipeline *pipeline;
+
+    // Properties set while the pipeline runs (property.c). prop_lock guards
+    // the private struct's property fields against reel_element_get() and
+    // reel_element_set() on other threads, and the fields below; the
+    // element's runner writes the fields only under it.
+    GRecMutex prop_lock;
+    bool props_live;               // a run is being set up or runs: changes wait in `pending`
+    GArray *pending;               // reel_prop_change, at most one per property, in the order set
+    atomic_bool has_pending;       // `pending` is not empty: the runner looks before each buffer
 
     GPtrArray *inputs, *outputs;   // reel_link *, indexed by pad
     reel_caps *in_want;            // pass 1, per input
@@ -121,6 +132,10 @@ struct reel_pipeline {
     GCond timer_cond;              // a new deadline, or quit
     atomic_bool stopping;          // abort or error: drop everything
     atomic_bool eos_requested;     // sources end at their next turn
+    // The thread inside reel_pipeline_start() while it prepares and starts
+    // the elements: its property sets (manifests applied in `start`) store at
+    // once; every other thread's wait for the element's next buffer.
+    _Atomic(GThread *) setup_thread;
     int64_t start_us, end_us;
 };
 
@@ -135,6 +150,10 @@ extern const reel_element_class reel_download_class;
 reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity);
 void reel_link_free(reel_link *l);
 void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky);
+// The same on a running link, by its consumer: the ring keeps its size (the
+// producer may be writing to it), buffers beyond it go to the overflow, and
+// an upstream waiting for room is woken.
+void reel_link_change_bounds(reel_link *l, int capacity, reel_leaky leaky);
 // The byte bound the scheduler applies from the next start; 0: the pipeline's.
 void reel_link_set_max_bytes(reel_link *l, int64_t max_bytes);
 // Queues buf for dst (ownership passes); leaky links drop instead of growing.
@@ -176,10 +195,22 @@ void reel_pipeline_post(reel_pipeline *p, reel_message_type type, int code, cons
 void reel_pipeline_fail(reel_pipeline *p, const reel_element *e, int code, const char *text);
 // Something changed for e (input arrived, output drained): run it when it can.
 void reel_sched_notify(reel_element *e);
+// The same from any thread, only while the pipeline runs: a turn for e to
+// take property changes set on it.
+void reel_sched_poke(reel_element *e);
 
 // property.c
 int reel_props_set_defaults(reel_element *e, GError **error);
+// Frees the string fields and what is still queued.
 void reel_props_free(reel_element *e);
+// A run begins (before prepare and start) or ended (after stop): from then
+// on, sets from threads other than the setup thread are queued; at the end
+// what is still queued is stored.
+void reel_props_run_begin(reel_element *e);
+void reel_props_run_end(reel_element *e);
+// On the element's runner between two buffers: stores the queued changes
+// and runs the class's `changed` hook for each. Returns 0 or the hook's code.
+int reel_props_apply(reel_element *e);
 
 // trace.c
 typedef struct reel_trace_span {

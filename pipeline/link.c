@@ -19,8 +19,8 @@ reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity)
 
 void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky)
 {
-    l->capacity = capacity;
-    l->leaky = leaky;
+    atomic_store(&l->capacity, capacity);
+    atomic_store(&l->leaky, (int)leaky);
     unsigned size = RING_MIN;
     while (size < (unsigned)capacity && size < RING_MAX)
         size *= 2;
@@ -32,6 +32,24 @@ void reel_link_set_capacity(reel_link *l, int capacity, reel_leaky leaky)
         atomic_store(&l->head, 0);
         atomic_store(&l->tail, 0);
     }
+}
+
+// While running the ring cannot be resized (the producer may be writing to
+// it): a capacity beyond it fills the overflow, which keeps the order. A
+// change of leaky mode with buffers in the ring is safe too: pushes go to
+// the overflow (or back to the ring once it is empty) and the consumer takes
+// the ring first; a leaky link drops only from the overflow, so until the
+// ring has drained it holds those few beyond its capacity.
+void reel_link_change_bounds(reel_link *l, int capacity, reel_leaky leaky)
+{
+    atomic_store(&l->capacity, capacity);
+    atomic_store(&l->leaky, (int)leaky);
+    int latency_ms = l->dst->pipeline->params.latency_ms;
+    l->max_age_ns = leaky != REEL_LEAKY_NO ? (int64_t)latency_ms * 1000000 : 0;
+    // An upstream waiting for room may have some now; if not, its next turn
+    // finds the link full again and waits as before.
+    if (atomic_exchange(&l->src_waiting, false))
+        reel_sched_notify(l->src);
 }
 
 void reel_link_set_max_bytes(reel_link *l, int64_t max_bytes)
@@ -82,24 +100,24 @@ static bool over_half_bytes(reel_link *l)
 // at its capacity, or over its byte bound (an empty link always takes one).
 static bool leaky_full(reel_link *l, size_t incoming)
 {
-    if ((int)l->overflow.length >= l->capacity)
+    if ((int)l->overflow.length >= atomic_load_explicit(&l->capacity, memory_order_relaxed))
         return true;
     return l->overflow.length > 0 && l->max_bytes > 0
            && atomic_load(&l->bytes) + (int64_t)incoming > l->max_bytes;
 }
 
 // Leaky links and ring overflow: under the lock.
-static void push_locked_path(reel_link *l, reel_buffer *buf)
+static void push_locked_path(reel_link *l, reel_buffer *buf, int leaky)
 {
     GSList *dropped = NULL;
     g_mutex_lock(&l->lock);
-    if (l->leaky == REEL_LEAKY_UPSTREAM && leaky_full(l, buf->size)) {
+    if (leaky == REEL_LEAKY_UPSTREAM && leaky_full(l, buf->size)) {
         dropped = g_slist_prepend(dropped, buf);
         buf = NULL;
         atomic_fetch_add(&l->dropped, 1);
     }
     // Downstream drops the oldest until the newcomer fits.
-    while (buf && l->leaky == REEL_LEAKY_DOWNSTREAM && leaky_full(l, buf->size)) {
+    while (buf && leaky == REEL_LEAKY_DOWNSTREAM && leaky_full(l, buf->size)) {
         reel_buffer *old = g_queue_pop_head(&l->overflow);
         atomic_fetch_sub(&l->bytes, (int64_t)old->size);
         dropped = g_slist_prepend(dropped, old);
@@ -123,13 +141,14 @@ void reel_link_push(reel_link *l, reel_buffer *buf)
     // Once anything overflowed, later buffers follow it there, so the
     // consumer (ring first, then overflow) sees them in order.
     unsigned t = atomic_load_explicit(&l->tail, memory_order_relaxed);
-    if (l->leaky == REEL_LEAKY_NO && atomic_load_explicit(&l->n_overflow, memory_order_acquire) == 0
+    int leaky = atomic_load_explicit(&l->leaky, memory_order_relaxed);
+    if (leaky == REEL_LEAKY_NO && atomic_load_explicit(&l->n_overflow, memory_order_acquire) == 0
         && t - atomic_load_explicit(&l->head, memory_order_acquire) < l->ring_size) {
         atomic_fetch_add(&l->bytes, (int64_t)buf->size);
         l->ring[t & (l->ring_size - 1)] = buf;
         atomic_store_explicit(&l->tail, t + 1, memory_order_release);
     } else {
-        push_locked_path(l, buf);
+        push_locked_path(l, buf, leaky);
     }
     reel_sched_notify(l->dst);
 }
@@ -162,7 +181,7 @@ static int pop_one(reel_link *l, reel_buffer **buf)
     atomic_fetch_sub(&l->bytes, (int64_t)(*buf)->size);
     // Wake a waiting upstream once half the room is back, so that it
     // resumes with a batch to produce rather than a single slot.
-    if (atomic_load(&l->src_waiting) && queued(l) <= l->capacity / 2 && !over_half_bytes(l)
+    if (atomic_load(&l->src_waiting) && queued(l) <= atomic_load(&l->capacity) / 2 && !over_half_bytes(l)
         && atomic_exchange(&l->src_waiting, false))
         reel_sched_notify(l->src);
     return 0;
@@ -191,10 +210,12 @@ int reel_link_pop(reel_link *l, reel_buffer **buf)
 // lost.
 bool reel_link_has_space(reel_link *l)
 {
-    if (l->leaky != REEL_LEAKY_NO || (queued(l) < l->capacity && !over_bytes(l)))
+    if (atomic_load(&l->leaky) != REEL_LEAKY_NO || (queued(l) < atomic_load(&l->capacity) && !over_bytes(l)))
         return true;
     atomic_store(&l->src_waiting, true);
-    return queued(l) < l->capacity && !over_bytes(l);
+    // Read again after the flag: a consumer's change of bounds clears the
+    // flag after storing them, so one of the two sees the other.
+    return atomic_load(&l->leaky) != REEL_LEAKY_NO || (queued(l) < atomic_load(&l->capacity) && !over_bytes(l));
 }
 
 bool reel_link_has_data(reel_link *l)

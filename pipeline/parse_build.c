@@ -11,6 +11,7 @@
 
 #include "pipeline/internal.h"
 #include "pipeline/parse.h"
+#include "pipeline/registry.h"
 #include "base/suggest.h"
 #include "reel/caps.h"
 #include "reel/error.h"
@@ -37,9 +38,11 @@ static const reel_element_class *find_class(builder *b, const reel_parse_item *i
     GPtrArray *names = g_ptr_array_new();
     for (const reel_element_class *const *c = reel_element_class_list(); c && *c; c++)
         g_ptr_array_add(names, (gpointer)(*c)->name);
-    char *hint = did_you_mean(it->text, names, "");
-    reel_parse_error(b->error, b->d, it->span, hint ? hint : "'reel inspect' lists the elements",
+    char *why = reel_registry_why_missing(it->text);
+    char *hint = why ? NULL : did_you_mean(it->text, names, "");
+    reel_parse_error(b->error, b->d, it->span, why ? why : hint ? hint : "'reel inspect' lists the elements",
                      "unknown element '%s'", it->text);
+    g_free(why);
     g_free(hint);
     g_ptr_array_free(names, TRUE);
     return NULL;

@@ -1,11 +1,23 @@
 // The element registry: every class a pipeline can be built from.
 #include "pipeline/internal.h"
+#include "pipeline/registry.h"
 #include "reel/error.h"
 
 #include <string.h>
 
 static GMutex registry_lock;
 static GPtrArray *classes; // sorted by name, NULL-terminated
+static const reel_registry_loader *loader;
+
+void reel_registry_set_loader(const reel_registry_loader *l)
+{
+    loader = l;
+}
+
+char *reel_registry_why_missing(const char *name)
+{
+    return loader && loader->why_missing ? loader->why_missing(name) : NULL;
+}
 
 static gint by_name(gconstpointer a, gconstpointer b)
 {
@@ -48,7 +60,7 @@ int reel_element_class_register(const reel_element_class *klass)
     return added ? 0 : REEL_EINVAL;
 }
 
-const reel_element_class *reel_element_class_find(const char *name)
+static const reel_element_class *lookup(const char *name)
 {
     const reel_element_class *found = NULL;
     g_mutex_lock(&registry_lock);
@@ -60,8 +72,22 @@ const reel_element_class *reel_element_class_find(const char *name)
     return found;
 }
 
+const reel_element_class *reel_element_class_find(const char *name)
+{
+    const reel_element_class *found = lookup(name);
+    // Not yet loaded: the loader registers it (the lock is not held, as
+    // registering takes it).
+    if (!found && loader && loader->load) {
+        loader->load(name);
+        found = lookup(name);
+    }
+    return found;
+}
+
 const reel_element_class *const *reel_element_class_list(void)
 {
+    if (loader && loader->load_all)
+        loader->load_all();
     g_mutex_lock(&registry_lock);
     ensure_locked();
     g_mutex_unlock(&registry_lock);

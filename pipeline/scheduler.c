@@ -79,6 +79,16 @@ void reel_sched_notify(reel_element *e)
     }
 }
 
+void reel_sched_poke(reel_element *e)
+{
+    reel_pipeline *p = e->pipeline;
+    g_mutex_lock(&p->lock);
+    bool running = p->running && !p->quit;
+    g_mutex_unlock(&p->lock);
+    if (running)
+        reel_sched_notify(e);
+}
+
 // ---- ending -----------------------------------------------------------------
 
 static void wake_all_locked(reel_pipeline *p)
@@ -150,6 +160,16 @@ static bool check(reel_element *e, int rc)
     return true;
 }
 
+// Takes the property changes set since the last look (one load when there
+// are none), on the element's runner between two buffers. Returns whether
+// applying them failed, which ends the turn.
+static bool take_changes(reel_element *e)
+{
+    if (!atomic_load_explicit(&e->has_pending, memory_order_acquire))
+        return false;
+    return check(e, reel_props_apply(e));
+}
+
 // process(), with a span recorded when the pipeline traces.
 static int traced_process(reel_element *e, int pad, reel_buffer *buf)
 {
@@ -173,7 +193,7 @@ static bool run_source(reel_element *e)
             finish(e);
             return false;
         }
-        if (!outputs_have_space(e))
+        if (take_changes(e) || !outputs_have_space(e))
             return false;
         int rc = traced_process(e, -1, NULL);
         if (rc == REEL_EOS) {
@@ -208,7 +228,9 @@ static bool run_filter(reel_element *e)
 {
     reel_pipeline *p = e->pipeline;
     for (int n = 0; n < TURN_BUDGET; n++) {
-        if (atomic_load(&p->stopping) || !outputs_have_space(e))
+        // Changes are taken before looking for room: a turn given only for
+        // them (reel_sched_poke) applies them even while the outputs are full.
+        if (atomic_load(&p->stopping) || take_changes(e) || !outputs_have_space(e))
             return false;
         if (atomic_exchange(&e->timeout_due, false) && check(e, e->klass->timeout(e)))
             return false;
@@ -224,6 +246,12 @@ static bool run_filter(reel_element *e)
                 return false;
             }
             continue;
+        }
+        // Again once the buffer is in hand: a change set before it arrived
+        // applies to it.
+        if (take_changes(e)) {
+            reel_buffer_unref(&buf);
+            return false;
         }
         atomic_fetch_add_explicit(&e->buffers_in, 1, memory_order_relaxed);
         reel_latency_arrive(e, buf);
@@ -324,11 +352,13 @@ static gpointer blocking_main(gpointer data)
     reel_pipeline *p = e->pipeline;
     for (;;) {
         g_mutex_lock(&p->lock);
-        while (!reel_element_should_stop(e) && !outputs_have_space(e))
+        while (!reel_element_should_stop(e) && !outputs_have_space(e) && !atomic_load(&e->has_pending))
             g_cond_wait(&e->wake, &p->lock);
         g_mutex_unlock(&p->lock);
-        if (atomic_load(&p->stopping))
+        if (atomic_load(&p->stopping) || take_changes(e))
             break;
+        if (!reel_element_should_stop(e) && !outputs_have_space(e))
+            continue; // woken for the changes alone
         int64_t t0 = reel_now_ns();
         int rc = atomic_load(&p->eos_requested) ? REEL_EOS : traced_process(e, -1, NULL);
         atomic_fetch_add_explicit(&e->busy_ns, reel_now_ns() - t0, memory_order_relaxed);
@@ -417,17 +447,35 @@ static void stop_elements(reel_pipeline *p)
     }
 }
 
+// The run is over (or never started): changes still queued are stored, and
+// sets store at once again.
+static void end_props(reel_pipeline *p)
+{
+    atomic_store(&p->setup_thread, NULL);
+    for (guint i = 0; i + 1 < p->elements->len; i++)
+        reel_props_run_end(p->elements->pdata[i]);
+}
+
 int reel_pipeline_start(reel_pipeline *p, GError **error)
 {
     if (p->running) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "the pipeline is already running");
         return REEL_EINVAL;
     }
-    int rc = reel_pipeline_prepare(p, error);
-    if (rc < 0)
-        return rc;
-    reset_run_state(p);
+    // From here on, property sets from other threads wait for each
+    // element's next buffer; this thread's (manifests applied in `start`)
+    // store at once.
     guint n = p->elements->len - 1;
+    atomic_store(&p->setup_thread, g_thread_self());
+    for (guint i = 0; i < n; i++)
+        reel_props_run_begin(p->elements->pdata[i]);
+    int rc = reel_pipeline_prepare(p, error);
+    if (rc < 0) {
+        end_props(p);
+        return rc;
+    }
+    reset_run_state(p);
+    n = p->elements->len - 1; // prepare may have inserted uploads and downloads
     for (guint i = 0; i < n; i++) {
         reel_element *e = p->elements->pdata[i];
         if (e->klass->start && (rc = e->klass->start(e)) < 0) {
@@ -436,10 +484,12 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
             else
                 g_set_error(error, REEL_ERROR, rc, "%s: failed to start: %s", e->name, reel_strerror(rc));
             stop_elements(p);
+            end_props(p);
             return rc;
         }
         e->started = true;
     }
+    atomic_store(&p->setup_thread, NULL);
     // The latency bound applies where the elements said to drop (started
     // elements have configured their inputs).
     for (guint i = 0; i < p->links->len; i++) {
@@ -452,7 +502,10 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
     p->end_us = 0;
     g_free(p->ready);
     p->ready = g_new0(reel_element *, n);
+    // Under the lock: reel_sched_poke() reads it from any thread.
+    g_mutex_lock(&p->lock);
     p->running = true;
+    g_mutex_unlock(&p->lock);
     p->n_workers = p->params.threads;
     p->workers = g_new0(GThread *, p->n_workers);
     for (int i = 0; i < p->n_workers; i++)
@@ -541,8 +594,11 @@ int reel_pipeline_wait(reel_pipeline *p, GError **error)
             g_thread_join(g_steal_pointer(&e->thread));
     }
     stop_elements(p);
+    end_props(p);
     p->end_us = g_get_monotonic_time();
+    g_mutex_lock(&p->lock);
     p->running = false;
+    g_mutex_unlock(&p->lock);
 
     int rc = p->error_code;
     if (rc < 0) {

@@ -32,16 +32,19 @@ static void describe(const reel_element_class *k)
            on == (REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN) ? ", " : "", on & REEL_RUNS_ON_VULKAN ? "vulkan" : "");
     print_pads("inputs", k->min_inputs, k->max_inputs, k->input_caps);
     print_pads("outputs", k->min_outputs, k->max_outputs, k->output_caps);
-    printf("\nproperties:\n");
-    printf("  %-14s %-9s %s\n", "name", "string", "element name (default: class name and a number)");
-    printf("  %-14s %-9s %s\n", "device", "string", "where it runs (default: the pipeline's device)");
+    // Each property says whether it may change while the pipeline runs.
+    printf("\nproperties (mutable: may change while the pipeline runs, from its next buffer on; "
+           "fixed: only before it starts):\n");
+    printf("  %-14s %-9s %-8s %s\n", "name", "string", "fixed", "element name (default: class name and a number)");
+    printf("  %-14s %-9s %-8s %s\n", "device", "string", "fixed", "where it runs (default: the pipeline's device)");
     for (const reel_prop *p = k->props; p && p->name; p++) {
         char *valid = reel_prop_describe_values(p);
-        printf("  %-14s %-9s %s\n", p->name, reel_prop_type_name(p->type), p->help ? p->help : "");
-        printf("  %-14s %-9s default: %s; %s\n", "", "", p->def ? p->def : "(none)", valid);
+        const char *when = p->flags & REEL_PROP_MUTABLE ? "mutable" : "fixed";
+        printf("  %-14s %-9s %-8s %s\n", p->name, reel_prop_type_name(p->type), when, p->help ? p->help : "");
+        printf("  %-14s %-9s %-8s default: %s; %s\n", "", "", "", p->def ? p->def : "(none)", valid);
         for (const reel_enum_value *v = p->values; v && v->name; v++)
             if (v->help)
-                printf("  %-14s %-9s   %-12s %s\n", "", "", v->name, v->help);
+                printf("  %-14s %-9s %-8s   %-12s %s\n", "", "", "", v->name, v->help);
         g_free(valid);
     }
 }
@@ -57,6 +60,12 @@ int cmd_inspect(int argc, char **argv)
         return strcmp(argv[0], "--help") == 0 ? EXIT_OK : EXIT_USAGE;
     }
     const reel_element_class *k = reel_element_class_find(argv[0]);
+    char *why = k ? NULL : reel_element_class_why_missing(argv[0]);
+    if (why) { // an element of a part this build leaves out
+        fprintf(stderr, "reel: %s\n", why);
+        g_free(why);
+        return EXIT_USAGE;
+    }
     if (!k) {
         const reel_element_class *const *all = reel_element_class_list();
         GPtrArray *names = g_ptr_array_new();

@@ -236,6 +236,9 @@ static void take_job(worker *w, natsMsg *msg)
         natsMsg_Destroy(msg);
         return;
     }
+    // The server's delivery count, never below what the job's state recorded:
+    // on a loaded machine a redelivery has been seen to report a count of 1.
+    attempt = MAX(attempt, fleet_state_attempts(&w->f, job->id) + 1);
     fleet_job_run *r = fleet_job_run_start(job, msg, attempt, w->o.device);
     put_state(w, r, "running", NULL);
     log_job(w, r, "running");

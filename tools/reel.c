@@ -1,5 +1,7 @@
 // reel: run, inspect and describe video inference pipelines.
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reel/reel.h"
@@ -28,6 +30,28 @@ static const char usage[] =
     "\n"
     "exit codes: 0 success, 1 failure while running, 2 bad usage or description\n";
 
+// worker, submit and jobs live in the fleet module (libreel-fleet.so), so
+// that the other commands never load libnats.
+static int fleet_command(const char *cmd, int argc, char **argv)
+{
+    if (!REEL_WITH_NATS) {
+        fprintf(stderr, "reel: '%s' needs NATS, which this build of reel leaves out (-DREEL_WITH_NATS=OFF)\n", cmd);
+        return EXIT_USAGE;
+    }
+    char *path = g_build_filename(reel_module_dir(), "libreel-fleet.so", NULL);
+    void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int (*command)(const char *, int, char **) = module ? (int (*)(const char *, int, char **))dlsym(
+                                                              module, "reel_fleet_command")
+                                                        : NULL;
+    if (!command) {
+        fprintf(stderr, "reel: cannot load the fleet commands (%s): %s\n", path, dlerror());
+        g_free(path);
+        return EXIT_RUNTIME;
+    }
+    g_free(path);
+    return command(cmd, argc, argv);
+}
+
 static int run_command(int argc, char **argv)
 {
     if (argc < 2) {
@@ -51,19 +75,24 @@ static int run_command(int argc, char **argv)
         return cmd_devices(argc - 2, argv + 2);
     if (strcmp(cmd, "model") == 0)
         return cmd_model(argc - 2, argv + 2);
-    if (strcmp(cmd, "worker") == 0)
-        return cmd_worker(argc - 2, argv + 2);
-    if (strcmp(cmd, "submit") == 0)
-        return cmd_submit(argc - 2, argv + 2);
-    if (strcmp(cmd, "jobs") == 0)
-        return cmd_jobs(argc - 2, argv + 2);
+    if (strcmp(cmd, "worker") == 0 || strcmp(cmd, "submit") == 0 || strcmp(cmd, "jobs") == 0)
+        return fleet_command(cmd, argc - 2, argv + 2);
     fprintf(stderr, "reel: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
-    reel_init();
+    // What this program may change in its own process, as a library may
+    // not: OpenBLAS's kernels for this CPU (read when OpenBLAS loads, at the
+    // first inference), FFmpeg quiet (reel reports failures itself;
+    // REEL_FFMPEG_LOG=error|warning|info|debug brings its messages back),
+    // OpenBLAS single-threaded beside reel's own workers.
+    const char *core = reel_model_blas_core_for_cpu();
+    if (core)
+        setenv("OPENBLAS_CORETYPE", core, 0);
+    const char *ffmpeg_log = getenv("REEL_FFMPEG_LOG");
+    reel_init_with(reel_init_params(.ffmpeg_log = ffmpeg_log ? ffmpeg_log : "quiet", .blas_threads = 1));
     int status = run_command(argc, argv);
     // Under REEL_VULKAN_VALIDATION=1 a validation message is a failure, so
     // that every test driving this program checks the layer's verdict.

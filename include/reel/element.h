@@ -21,6 +21,14 @@ typedef struct reel_pipeline reel_pipeline;
 // private struct at `offset`, checks ranges and enum names, and `reel inspect`
 // prints it. Strings are g_strdup'ed into a `char *` field and freed by the
 // framework.
+//
+// A property is fixed once the pipeline starts unless its table entry says
+// REEL_PROP_MUTABLE. A mutable one may be set while the pipeline runs
+// (reel_pipeline_set_property()): the framework stores the new value in the
+// private struct on the element's own thread, between two buffers, so the
+// element reads it without a lock and sees one value for a whole buffer.
+// An element that derives state from it in `start` recomputes that in the
+// class's `changed` hook.
 
 typedef enum reel_prop_type {
     REEL_PROP_INT,      // int
@@ -39,6 +47,13 @@ typedef struct reel_enum_value {
     const char *help;
 } reel_enum_value;
 
+// Property flags.
+enum {
+    // May change while the pipeline runs; it takes effect at the element's
+    // next buffer.
+    REEL_PROP_MUTABLE = 1 << 0,
+};
+
 typedef struct reel_prop {
     const char *name;
     reel_prop_type type;
@@ -49,6 +64,13 @@ typedef struct reel_prop {
     double min, max;
     const reel_enum_value *values; // ENUM: terminated by {NULL}
     const char *help;
+    unsigned flags;                // REEL_PROP_* bits
+    // Optional: a rule the type and range cannot say (a topic without
+    // wildcards). Gets the parsed value, of the field's C type (int *,
+    // char **...); returns NULL when it is fine, else what a valid value is
+    // ("a topic without + or #"; static), for the error message. Called on
+    // the setter's thread: it may look at nothing but the value.
+    const char *(*check)(const void *value);
 } reel_prop;
 
 // "int", "enum", ...
@@ -114,6 +136,8 @@ typedef struct reel_element_class {
     // stream or a camera), before negotiation, on a thread of its own while
     // the other elements do theirs: N cameras take as long to open as the
     // slowest, not their sum, and none buffers while the next opens.
+    // reel_element_set() from here counts as another thread's: it waits for
+    // the element's first buffer, and fixed properties are refused.
     // Returns 0 or a REEL_E* code (after reel_element_error).
     int (*open)(reel_element *e);
 
@@ -138,6 +162,16 @@ typedef struct reel_element_class {
     // element holding frames for a deadline (a partial batch) releases them
     // there even when no further frame arrives. Returns 0 or a REEL_E* code.
     int (*timeout)(reel_element *e);
+    // Optional. Called on the element's own thread, between two buffers
+    // (never beside process or timeout), once per REEL_PROP_MUTABLE property
+    // set while the pipeline runs, after every change that came together is
+    // in the private struct: recompute what `start` derived from `prop`
+    // (reel_element_configure_input() for a queue's bound). Runs with the
+    // element's property lock held, so reel_element_get() on another thread
+    // shows the value once this is done: keep it short, never wait for
+    // another thread. Returns 0 or a REEL_E* code (after
+    // reel_element_error), which fails the run.
+    int (*changed)(reel_element *e, const reel_prop *prop);
 } reel_element_class;
 
 // ---- the registry ----------------------------------------------------------
@@ -178,8 +212,28 @@ REEL_API reel_pipeline *reel_element_pipeline(reel_element *e);
 // Sets a property from its text form, checked against the table. On failure
 // returns REEL_EINVAL and sets *error with a message that names the element,
 // the property and the accepted values (and a close name when unknown).
+//
+// Before the pipeline starts the value is stored at once. From the start of
+// reel_pipeline_start() until reel_pipeline_wait() has returned only
+// REEL_PROP_MUTABLE properties may change (`reel inspect` marks them); any
+// other fails with REEL_EINVAL and a message naming the element and the
+// property and saying it cannot change while the pipeline runs. A mutable
+// value is checked here, then queued: the element takes it before it
+// processes its next buffer (a later change of the same property before
+// then replaces it), so every buffer that reaches the element after this
+// returned sees it, and one the element is processing goes on with the old
+// value. No buffer is lost or repeated because of a change. A change still
+// queued when the run ends is stored then. The element's own callbacks on
+// the thread that starts the pipeline (a model's manifest applied in
+// `start`) store at once, fixed properties too.
+// Thread-safety: any thread, also while the pipeline runs; not concurrently
+// with reel_pipeline_prepare() called on its own.
 REEL_API int reel_element_set(reel_element *e, const char *prop, const char *value, GError **error);
-// The property's current value as text (g_free it), or NULL if unknown.
+// The property's value as text (g_free it), or NULL if unknown. While the
+// pipeline runs it is the value in force: a change set but not yet taken
+// (the element has not had its next buffer) shows once the element took it
+// and its `changed` hook has run.
+// Thread-safety: any thread, also while the pipeline runs.
 REEL_API char *reel_element_get(reel_element *e, const char *prop);
 
 // The device the element runs on, decided when the pipeline is prepared
@@ -287,7 +341,11 @@ typedef enum reel_leaky {
 } reel_leaky;
 
 // Sets the capacity (buffers) and drop policy of the link into input `pad`.
-// Call from `start`.
+// Call from `start`, or while running from the element's own callbacks (its
+// `changed` hook): the new bound then applies to the next buffer upstream
+// pushes, buffers already queued stay (a lower capacity makes upstream wait
+// until the link drains below it, or, leaky, drops as buffers come), and an
+// upstream waiting for room is woken.
 REEL_API void reel_element_configure_input(reel_element *e, int pad, int capacity, reel_leaky leaky);
 // Sets the byte bound of the link into input `pad` (0: the pipeline's
 // queue-max-bytes); it applies from the next start.

@@ -3,6 +3,14 @@
 // A model is immutable after loading and may be shared by many sessions (one
 // per thread or per pipeline element); a session holds what one inference
 // needs (activations, scratch) and is used by one thread at a time.
+//
+// What does not depend on the input shape is made once per model and
+// device and shared by all the model's sessions there, whatever their
+// threads: the weights uploaded to a Vulkan device (once per precision),
+// its compiled kernels, and the cpu kernels' data derived from weights.
+// It is made by the first session on the device and freed when the last
+// one is destroyed. A session plans once per input shape and keeps up to
+// plan_cache plans (reel_session_stats_of says what was made and kept).
 #ifndef REEL_MODEL_H
 #define REEL_MODEL_H
 
@@ -77,7 +85,13 @@ typedef struct reel_session_params {
     uint64_t device_memory_limit; // bytes of the model's tensors on the device; 0: none (the rest runs on the cpu)
     reel_precision precision;     // REEL_PRECISION_FP16 needs a Vulkan device with fp16; nodes without a
                                   // float16 kernel run on the cpu (in float32)
+    // Plans kept, one per input shape (with its activation arena, device
+    // memory and recorded submissions); a new shape beyond them frees the
+    // least recently run one, and that shape is planned again if it comes
+    // back. 0: REEL_SESSION_PLAN_CACHE.
+    int plan_cache;
 } reel_session_params;
+#define REEL_SESSION_PLAN_CACHE 16
 #define reel_session_params(...) (&(reel_session_params){ __VA_ARGS__ })
 
 // Fails with REEL_EINVAL (no model) or REEL_EUNSUPPORTED (precision=fp16 on
@@ -120,13 +134,42 @@ REEL_API void reel_session_set_profile(reel_session *s, bool on);
 // The per-node times of the last run with profiling on; count in *n. Valid
 // until the next run.
 REEL_API const reel_session_node_time *reel_session_node_times(const reel_session *s, int *n);
-// Plans built so far (one per concrete input shape).
+// Plans kept now (one per concrete input shape, at most plan_cache).
 REEL_API int reel_session_n_plans(const reel_session *s);
+
+// What a session planned and what its model's sessions on its device share.
+typedef struct reel_session_stats {
+    int plans;                     // plans kept now
+    int plan_cache;                // the most kept (reel_session_params.plan_cache)
+    int64_t plans_built;           // by this session, those built again after eviction included
+    int64_t plans_evicted;         // freed as the least recently run beyond plan_cache
+    int64_t arena_bytes_held;      // host memory of the activation arena now: at most the largest kept
+                                   // plan's reel_session_arena_bytes (it shrinks when that one is evicted)
+    int64_t device_bytes;          // device memory the kept plans hold of their own (arenas, inputs,
+                                   // values crossing from the cpu; not the shared weights)
+    // Shared with every session of the model on the device, counted since
+    // the first of them (restarting when the last one goes): each weight is
+    // uploaded once per precision and each kernel compiled once.
+    int64_t weights_uploaded;      // weight tensors uploaded to the device (0 on the cpu)
+    int64_t weight_bytes_uploaded; // their bytes in device memory
+    int kernels_compiled;          // Vulkan kernels (pipelines) made
+    int kernel_states;             // cpu kernels' data derived from weights (Winograd's), each made once
+} reel_session_stats;
+// Thread-safety: the session's thread (the shared counts may move meanwhile
+// when other sessions run).
+REEL_API void reel_session_stats_of(const reel_session *s, reel_session_stats *out);
 
 // What the cpu kernels run on, for people reading a benchmark: "OpenBLAS
 // SkylakeX kernels", and when reel chose other kernels than OpenBLAS picked
 // itself, which ("; OpenBLAS chose Prescott kernels; switched to SkylakeX").
 // A static string. Thread-safety: any thread.
 REEL_API const char *reel_model_cpu_info(void);
+
+// The OpenBLAS core type whose kernels use this CPU's AVX-512 or AVX2
+// ("SkylakeX", "Haswell"), or NULL. OpenBLAS reads OPENBLAS_CORETYPE when it
+// loads (at the first inference on the cpu); a program whose OpenBLAS does
+// not know its CPU (Debian's 0.3.21 on recent ones falls back to SSE3
+// kernels) sets it to this first. reel never sets it itself.
+REEL_API const char *reel_model_blas_core_for_cpu(void);
 
 #endif

@@ -56,6 +56,19 @@ REEL_API reel_element *reel_pipeline_find(reel_pipeline *p, const char *name);
 // Elements in the order they were added; NULL-terminated, owned by p.
 REEL_API reel_element *const *reel_pipeline_elements(reel_pipeline *p);
 
+// Sets property `prop` of the element called `element` from its text form,
+// also while the pipeline runs: reel_element_set() on that element, whose
+// rules apply (on a running pipeline only properties `reel inspect` marks
+// mutable may change; each takes effect at the element's next buffer).
+// Returns 0, or REEL_EINVAL with *error set to a message naming what was
+// wrong: no such element (with a close name when there is one), no such
+// property, a bad value, or a property that cannot change while the
+// pipeline runs.
+// Thread-safety: any thread, also while the pipeline runs (as
+// reel_element_set()); `value` is copied.
+REEL_API int reel_pipeline_set_property(reel_pipeline *p, const char *element, const char *prop, const char *value,
+                                        GError **error);
+
 // Links the next free output of `src` to the next free input of `dst`.
 // Fails when either has no free pad left; the message names both.
 REEL_API int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, GError **error);

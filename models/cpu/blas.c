@@ -1,10 +1,16 @@
-// OpenBLAS: core-type check and the sgemm wrapper every nn kernel uses.
+// OpenBLAS: loaded when the first session needs it, and the sgemm wrapper
+// every nn kernel uses.
 //
-// Threads: a session keeps OpenBLAS single-threaded and gives kernels its own
-// workers (models/cpu/workers.c); Conv splits its im2col, GEMM and depthwise
-// work over them, each piece calling single-threaded sgemm, so the two never
-// run at once and never oversubscribe the cores.
-#include <stdatomic.h>
+// Loading it on demand keeps its 35 MB (and libgfortran) out of programs
+// that never run a model on the cpu. The library changes nothing of
+// OpenBLAS's process-wide settings unless reel_init_params asks:
+// blas_threads sets its thread count once, when it loads.
+//
+// Threads: kernels get reel's own workers (models/cpu/workers.c); Conv
+// splits its im2col, GEMM and depthwise work over them, each piece calling
+// sgemm, which should then be single-threaded (blas_threads=1, as the reel
+// program sets) so that the two never oversubscribe the cores.
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,19 +19,62 @@
 
 #include "models/cpu/blas.h"
 #include "models/cpu/nn.h"
+#include "reel/model.h"
 
-// OpenBLAS (DYNAMIC_ARCH builds) exports these: quit forgets the selected
-// core table, init selects again, reading OPENBLAS_CORETYPE.
-extern void gotoblas_dynamic_init(void) __attribute__((weak));
-extern void gotoblas_dynamic_quit(void) __attribute__((weak));
-// pthreads builds export this: stops OpenBLAS's own thread pool (started at
-// load with one thread per core; it is started again only if asked for more
-// than one thread).
-extern int blas_thread_shutdown_(void) __attribute__((weak));
+#define OPENBLAS_SONAME "libopenblas.so.0"
 
-static char setup_note[128];
+static struct {
+    __typeof__(cblas_sgemm) *sgemm;
+    __typeof__(openblas_get_corename) *corename;
+    __typeof__(openblas_set_num_threads) *set_threads;
+    int (*thread_shutdown)(void); // pthreads builds: stops OpenBLAS's own pool
+    char error[256];             // why it did not load
+} blas;
 
-// Cores whose kernels use AVX2 (and, for the first group, AVX-512).
+static int configured_threads;
+
+void reel_blas_configure(int threads)
+{
+    configured_threads = threads;
+}
+
+static gpointer load_once(gpointer unused)
+{
+    (void)unused;
+    void *h = dlopen(OPENBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        g_strlcpy(blas.error, dlerror(), sizeof blas.error);
+        return NULL;
+    }
+    blas.sgemm = (__typeof__(blas.sgemm))dlsym(h, "cblas_sgemm");
+    blas.corename = (__typeof__(blas.corename))dlsym(h, "openblas_get_corename");
+    blas.set_threads = (__typeof__(blas.set_threads))dlsym(h, "openblas_set_num_threads");
+    blas.thread_shutdown = (int (*)(void))dlsym(h, "blas_thread_shutdown_");
+    if (!blas.sgemm) {
+        g_snprintf(blas.error, sizeof blas.error, "%s has no cblas_sgemm", OPENBLAS_SONAME);
+        return NULL;
+    }
+    if (configured_threads > 0 && blas.set_threads)
+        blas.set_threads(configured_threads);
+    // One thread: its idle pool would only spin beside reel's workers.
+    if (configured_threads == 1 && blas.thread_shutdown)
+        blas.thread_shutdown();
+    return NULL;
+}
+
+void reel_blas_setup(void)
+{
+    static GOnce once = G_ONCE_INIT;
+    g_once(&once, load_once, NULL);
+}
+
+const char *reel_blas_corename(void)
+{
+    reel_blas_setup();
+    return blas.corename ? blas.corename() : "none";
+}
+
+// Cores whose kernels use AVX-512, and AVX2.
 static bool in_list(const char *name, const char *const *list)
 {
     for (; *list; list++)
@@ -34,64 +83,34 @@ static bool in_list(const char *name, const char *const *list)
     return false;
 }
 
-static gpointer setup_once(gpointer unused)
+const char *reel_model_blas_core_for_cpu(void)
 {
-    (void)unused;
-    static const char *const avx512_cores[] = { "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
-    static const char *const avx2_cores[] = { "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
-                                              "Excavator", NULL };
-    // reel's kernels call OpenBLAS from their own workers, one thread each;
-    // OpenBLAS's idle pool would only spin beside them (sched_yield), taking
-    // a core's share from the workers.
-    openblas_set_num_threads(1);
-    if (blas_thread_shutdown_)
-        blas_thread_shutdown_();
-    if (getenv("OPENBLAS_CORETYPE"))
-        return NULL; // the user's choice always wins
-    const char *core = openblas_get_corename();
-    const char *want = NULL;
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-        if (!in_list(core, avx512_cores))
-            want = "SkylakeX";
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        if (!in_list(core, avx2_cores))
-            want = "Haswell";
-    }
-    if (!want || !gotoblas_dynamic_init || !gotoblas_dynamic_quit)
-        return NULL;
-    char old[64];
-    g_strlcpy(old, core, sizeof old);
-    // setenv is not thread-safe: this runs once, under g_once, at the first
-    // session; the variable is removed again so child processes see the
-    // environment they were given.
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    gotoblas_dynamic_quit();
-    gotoblas_dynamic_init();
-    unsetenv("OPENBLAS_CORETYPE");
-    g_snprintf(setup_note, sizeof setup_note, "OpenBLAS chose %s kernels; switched to %s", old,
-               openblas_get_corename());
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "Haswell";
     return NULL;
-}
-
-void reel_blas_setup(void)
-{
-    static GOnce once = G_ONCE_INIT;
-    g_once(&once, setup_once, NULL);
 }
 
 static gpointer describe_once(gpointer info)
 {
+    static const char *const avx512_cores[] = { "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
+    static const char *const avx2_cores[] = { "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids",
+                                              "Excavator", NULL };
     reel_blas_setup();
-    g_snprintf(info, 256, "OpenBLAS %s kernels%s%s", openblas_get_corename(), setup_note[0] ? "; " : "", setup_note);
+    if (!blas.sgemm) {
+        g_snprintf(info, 256, "no OpenBLAS (%s): plain C GEMM, slow", blas.error);
+        return NULL;
+    }
+    const char *core = reel_blas_corename(), *best = reel_model_blas_core_for_cpu();
+    // Debian's 0.3.21 does not know recent CPUs and falls back to SSE3 kernels.
+    bool behind = best && !in_list(core, strcmp(best, "SkylakeX") == 0 ? avx512_cores : avx2_cores);
+    g_snprintf(info, 256, "OpenBLAS %s kernels%s%s%s", core, behind ? "; this CPU runs faster ones: "
+                                                                     "OPENBLAS_CORETYPE=" : "",
+               behind ? best : "", behind ? " before the process starts" : "");
     return NULL;
-}
-
-const char *reel_blas_corename(void)
-{
-    reel_blas_setup();
-    return openblas_get_corename();
 }
 
 const char *reel_model_cpu_info(void)
@@ -100,12 +119,6 @@ const char *reel_model_cpu_info(void)
     static GOnce once = G_ONCE_INIT;
     g_once(&once, describe_once, info);
     return info;
-}
-
-void reel_blas_set_threads(int threads)
-{
-    if (threads > 0 && openblas_get_num_threads() != threads)
-        openblas_set_num_threads(threads);
 }
 
 void nn_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -119,8 +132,20 @@ void nn_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
                 C[(size_t)i * ldc + j] = beta == 0 ? 0 : beta * C[(size_t)i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha,
-                A, lda, B, ldb, beta, C, ldc);
+    if (!blas.sgemm) { // no OpenBLAS: correct, not fast
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double sum = 0;
+                for (int k = 0; k < K; k++)
+                    sum += (double)A[ta ? (size_t)k * lda + i : (size_t)i * lda + k] *
+                           B[tb ? (size_t)j * ldb + k : (size_t)k * ldb + j];
+                float *c = &C[(size_t)i * ldc + j];
+                *c = (float)(alpha * sum + (beta == 0 ? 0 : beta * *c));
+            }
+        return;
+    }
+    blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+               lda, B, ldb, beta, C, ldc);
 }
 
 typedef struct gemm_split {

@@ -1,20 +1,19 @@
-// reel's use of OpenBLAS: which kernels it runs and how many threads it uses.
-// Only models/ includes this (reel_model_cpu_info() says which kernels run).
+// reel's use of OpenBLAS: loaded on demand, which kernels it runs. Only
+// models/, lib/ (reel_init's parameters) and tests include this;
+// reel_model_cpu_info() says which kernels run.
 #ifndef REEL_MODELS_CPU_BLAS_H
 #define REEL_MODELS_CPU_BLAS_H
 
-// Name of the OpenBLAS kernels in use ("SkylakeX", "Haswell", "Prescott"...).
-// Calls reel_blas_setup() first. Thread-safety: safe from any thread.
-const char *reel_blas_corename(void);
+// OpenBLAS's thread count to set when it loads (reel_init_params.blas_threads;
+// 0: leave it). Call before the first session. Thread-safety: reel_init's.
+void reel_blas_configure(int threads);
 
-// Once per process: when OPENBLAS_CORETYPE is not set and OpenBLAS picked a
-// core type whose kernels do not use the AVX2/AVX-512 this CPU has (Debian's
-// 0.3.21 falls back to "Prescott" on CPUs it does not know), re-runs
-// OpenBLAS's own core selection with the right type (SkylakeX or Haswell).
-// Thread-safety: safe from any thread; call before running kernels.
+// Loads OpenBLAS once (without it, GEMMs run in plain C: slow, correct).
+// Thread-safety: safe from any thread; sessions call it.
 void reel_blas_setup(void);
 
-// OpenBLAS threads (process-wide).
-void reel_blas_set_threads(int threads);
+// Name of the OpenBLAS kernels in use ("SkylakeX", "Haswell", "Prescott"...),
+// "none" without OpenBLAS. Thread-safety: safe from any thread.
+const char *reel_blas_corename(void);
 
 #endif

@@ -10,6 +10,12 @@
 // one arena share its timeline points, so submissions that touch it run in
 // order, and within one every dispatch sees the writes of those before it.
 //
+// Weights (the model's constants) and kernels come from the model's store
+// on the device (models/vulkan/store.h): uploaded and compiled once for
+// every plan and session there; constants a plan folded for its shapes are
+// uploaded with the plan. What a plan allocates itself is not pooled, so
+// that a plan dropped from the session's cache gives its memory back.
+//
 // precision=fp16: float32 values are float16 on the device. What crosses to
 // or from the host is converted on the host (half the bytes cross); a
 // float32 input bound in device memory is converted by a dispatch (nn_cast)
@@ -18,6 +24,7 @@
 
 #include "models/session.h"
 #include "models/vulkan/exec.h"
+#include "models/vulkan/store.h"
 #include "models/vulkan/vk_ops.h"
 
 // Recordings kept per plan, one per set of memories bound to the graph's
@@ -52,6 +59,7 @@ struct vk_exec {
     reel_mem **mem;      // per value: its device memory (its own, or a view of the arena), or NULL
     reel_mem *arena;     // the values the device makes, or NULL
     uint64_t arena_bytes;
+    uint64_t own_bytes;  // memory of its own (not the store's weights) besides the arena
     reel_mem **bound;    // per value: memory given for this run instead (borrowed)
     bool *constant;      // per value: uploaded once, valid for every run
     bool *half;          // per value: a float32 stored as float16 (fp16 plans)
@@ -92,11 +100,11 @@ static bool touches_float32(const reel_ir_node *n, reel_tensor **in, reel_tensor
     return false;
 }
 
-// Why node n cannot run on the device, or NULL when it can. In an fp16 plan
-// a node with float32 tensors needs its op's float16 form.
-static const char *why_not(const vk_exec *x, const reel_ir_node *n, reel_tensor **in, reel_tensor **out)
+// Why node i (n) cannot run on the device, or NULL when it can. In an fp16
+// plan a node with float32 tensors needs its op's float16 form.
+static const char *why_not(const vk_exec *x, int i, const reel_ir_node *n, reel_tensor **in, reel_tensor **out)
 {
-    const vk_op *op = vk_op_find(n->op);
+    const vk_op *op = vk_store_op(x->ctx.store, i);
     if (!op)
         return "no Vulkan kernel for this op";
     if (kept_on_cpu(n->op))
@@ -139,14 +147,23 @@ static int upload_value(vk_exec *x, int v, const reel_tensor *view)
     return rc;
 }
 
-// Device memory of its own for value v (a weight, uploaded here, or a value
-// from the host, uploaded each run).
+// Device memory of its own for value v: a weight of the model's (the
+// store's), a constant this plan folded (uploaded here), or a value from
+// the host (uploaded each run).
 static int alloc_own(vk_exec *x, int v, const reel_tensor *view, GError **error)
 {
-    x->mem[v] = reel_mem_new(x->ctx.dev, reel_mem_params(.size = device_bytes(x, view), .domain = REEL_MEM_DEVICE),
-                             error);
+    if (x->constant[v] && vk_store_is_weight(x->ctx.store, v, view)) {
+        if (!(x->mem[v] = vk_store_weight(x->ctx.store, v, x->half[v], error)))
+            return REEL_ENOMEM_DEVICE;
+        x->where[v] = VAL_OWN;
+        x->dev_valid[v] = true;
+        return 0;
+    }
+    x->mem[v] = reel_mem_new(x->ctx.dev, reel_mem_params(.size = device_bytes(x, view), .domain = REEL_MEM_DEVICE,
+                                                         .no_pool = true), error);
     if (!x->mem[v])
         return REEL_ENOMEM_DEVICE;
+    x->own_bytes += device_bytes(x, view);
     x->where[v] = VAL_OWN;
     if (x->constant[v]) {
         int rc = upload_value(x, v, view);
@@ -235,7 +252,8 @@ static int lay_out_arena(vk_exec *x, placing *pc, const reel_tensor *views, GErr
     if (!pc->arena->len)
         return 0;
     x->arena_bytes = reel_arena_place((reel_arena_value *)(void *)pc->arena->data, (int)pc->arena->len, pc->offset);
-    x->arena = reel_mem_new(x->ctx.dev, reel_mem_params(.size = x->arena_bytes, .domain = REEL_MEM_DEVICE), error);
+    x->arena = reel_mem_new(x->ctx.dev, reel_mem_params(.size = x->arena_bytes, .domain = REEL_MEM_DEVICE,
+                                                        .no_pool = true), error);
     if (!x->arena)
         return REEL_ENOMEM_DEVICE;
     for (guint i = 0; i < pc->arena->len; i++) {
@@ -286,7 +304,7 @@ static int place(vk_exec *x, const vk_exec_params *params, const reel_ir_graph *
             in[k] = n->inputs[k] >= 0 ? (reel_tensor *)&views[n->inputs[k]] : NULL;
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = n->outputs[k] >= 0 ? (reel_tensor *)&views[n->outputs[k]] : NULL;
-        const char *why = why_not(x, n, in, out);
+        const char *why = why_not(x, i, n, in, out);
         if (!why && params->memory_limit && (full || !fits(x, pc, n, views, params->memory_limit))) {
             full = true; // the device holds a prefix of the model; the rest runs on the cpu
             why = "past the device memory limit";
@@ -346,13 +364,13 @@ vk_exec *vk_exec_new(const vk_exec_params *params, const reel_ir_graph *g, const
     }
     placing pc = { .arena = g_array_new(FALSE, FALSE, sizeof(reel_arena_value)),
                    .offset = g_new0(size_t, x->n_values + 1), .def = params->def, .last = params->last };
-    int rc = vk_ctx_init(&x->ctx, params->dev, error);
+    vk_ctx_init_shared(&x->ctx, params->store);
     x->ctx.f16 = params->f16;
     // A partition's dispatches go to the device in one submission
     // (REEL_VULKAN_BATCH=0: one each, to compare).
-    if (rc == 0 && g_strcmp0(g_getenv("REEL_VULKAN_BATCH"), "0") != 0)
+    if (g_strcmp0(g_getenv("REEL_VULKAN_BATCH"), "0") != 0)
         x->ctx.batch = reel_batch_new(x->ctx.dev);
-    if (rc < 0 || place(x, params, g, views, skip, &pc, error) < 0)
+    if (place(x, params, g, views, skip, &pc, error) < 0)
         vk_exec_free(&x);
     g_array_free(pc.arena, TRUE);
     g_free(pc.offset);
@@ -583,8 +601,8 @@ static int upload_inputs(vk_exec *x, const reel_ir_node *n, const reel_tensor *v
     return 0;
 }
 
-// Node n's dispatches, gathered into the batch or submitted.
-static int run_op(vk_exec *x, const reel_ir_node *n, const reel_tensor *views, GError **error)
+// Node i's (n's) dispatches, gathered into the batch or submitted.
+static int run_op(vk_exec *x, int i, const reel_ir_node *n, const reel_tensor *views, GError **error)
 {
     vk_tensor tin[n->n_inputs + 1], tout[n->n_outputs + 1];
     vk_tensor *in[n->n_inputs + 1], *out[n->n_outputs + 1];
@@ -610,7 +628,7 @@ static int run_op(vk_exec *x, const reel_ir_node *n, const reel_tensor *views, G
         tout[k] = (vk_tensor){ x->mem[v], &shapes[n->n_inputs + k] };
         out[k] = &tout[k];
     }
-    int rc = vk_op_find(n->op)->run(&x->ctx, n, in, out);
+    int rc = vk_store_op(x->ctx.store, i)->run(&x->ctx, n, in, out);
     if (rc < 0)
         g_set_error(error, REEL_ERROR, rc, "node %s (%s) failed on %s: %s", n->name, n->op,
                     reel_device_info_of(x->ctx.dev)->spec, reel_strerror(rc));
@@ -625,7 +643,7 @@ int vk_exec_node(vk_exec *x, const reel_ir_graph *g, int i, reel_tensor *views, 
     int rc = upload_inputs(x, n, views, error);
     x->ctx.profile_ns = 0;
     if (rc == 0 && x->mode != RUN_REPLAY)
-        rc = run_op(x, n, views, error);
+        rc = run_op(x, i, n, views, error);
     if (rc < 0)
         return rc;
     x->pending = true;
@@ -711,5 +729,6 @@ void vk_exec_host_made(vk_exec *x, int v)
 void vk_exec_get_stats(const vk_exec *x, vk_exec_stats *out)
 {
     *out = (vk_exec_stats){ x->device_nodes, x->cpu_nodes, x->partitions, x->to_device, x->to_host,
-                            x->summary->str, (int64_t)x->arena_bytes, x->recordings };
+                            x->summary->str, (int64_t)x->arena_bytes, x->recordings,
+                            (int64_t)(x->arena_bytes + x->own_bytes) };
 }

@@ -4,8 +4,11 @@
 // asks, per node, to run it here or to have its inputs on the host.
 //
 // Memory: weights and the values that come from the host (graph inputs, cpu
-// nodes' outputs) have device memory of their own; the values the device
-// makes share one arena, laid out by their lifetimes. Submissions: the first
+// nodes' outputs) have device memory of their own, the model's weights
+// shared with every plan on the device through its store
+// (models/vulkan/store.h); the values the device makes share one arena,
+// laid out by their lifetimes. Freeing a plan frees its own memory and
+// recordings, never the store's weights or kernels. Submissions: the first
 // run records each stretch of dispatches between two host waits into a
 // command buffer; later runs with the same bound inputs upload what crosses
 // and resubmit those. Only models/ includes this.
@@ -15,10 +18,14 @@
 #include "models/ir.h"
 #include "reel/device.h"
 
+struct vk_store;
+
 typedef struct vk_exec vk_exec;
 
 typedef struct vk_exec_params {
-    reel_device *dev;
+    // The model's store on the device the plan runs on (dev below): its
+    // weights, kernels and ops (borrowed; it outlives the plan).
+    struct vk_store *store;
     bool strict;            // a node that cannot run on dev is an error, naming every such node
     uint64_t memory_limit;  // device bytes for this plan's tensors; 0: no limit. Nodes past it run on the cpu
     // Per value: the node that makes it and the last that reads it (graph
@@ -69,6 +76,8 @@ typedef struct vk_exec_stats {
     const char *cpu_reasons;                 // "Concat x11 (why), ..." (owned by x), "" when none
     int64_t arena_bytes;                     // the arena of the values made on the device
     int recordings;                          // runs recorded so far (a replayed run records nothing)
+    int64_t device_bytes;                    // device memory of the plan's own: the arena and the rest
+                                             // but the store's weights
 } vk_exec_stats;
 void vk_exec_get_stats(const vk_exec *x, vk_exec_stats *out);
 

@@ -1,8 +1,10 @@
 // The Vulkan ops' shared context: kernels made once (their float16 forms in
-// an fp16 context), dispatch sizing, float16 conversions on the host, the op
-// table and activation codes (models/vulkan/vk_ops.h).
+// an fp16 context; once per model and device with a store), dispatch
+// sizing, float16 conversions on the host, the op table and activation
+// codes (models/vulkan/vk_ops.h).
 #include <string.h>
 
+#include "models/vulkan/store.h"
 #include "models/vulkan/vk_ops.h"
 
 static void kernel_destroy(gpointer k)
@@ -25,6 +27,13 @@ int vk_ctx_init(vk_ctx *ctx, reel_device *dev, GError **error)
     return rc;
 }
 
+void vk_ctx_init_shared(vk_ctx *ctx, vk_store *store)
+{
+    *ctx = (vk_ctx){ .dev = reel_device_ref(vk_store_device(store)), .store = store,
+                     .dummy = reel_mem_ref(vk_store_dummy(store)) };
+    ctx->kernels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
 void vk_ctx_clear(vk_ctx *ctx)
 {
     reel_batch_free(&ctx->batch);
@@ -32,15 +41,26 @@ void vk_ctx_clear(vk_ctx *ctx)
     if (ctx->kernels)
         g_hash_table_destroy(ctx->kernels);
     ctx->kernels = NULL;
+    ctx->store = NULL;
     reel_device_unref(&ctx->dev);
+}
+
+// The kernel `key` names, made from params on a miss (by the store when
+// ctx has one) and remembered here.
+static reel_kernel *kernel_for(vk_ctx *ctx, const char *key, const reel_kernel_params *params, GError **error)
+{
+    reel_kernel *k = g_hash_table_lookup(ctx->kernels, key);
+    if (k)
+        return k;
+    k = ctx->store ? vk_store_kernel(ctx->store, key, params, error) : reel_kernel_create(ctx->dev, params, error);
+    if (k)
+        g_hash_table_insert(ctx->kernels, g_strdup(key), k);
+    return k;
 }
 
 reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error)
 {
-    reel_kernel *k = g_hash_table_lookup(ctx->kernels, name);
-    if (!k && (k = reel_kernel_create(ctx->dev, reel_kernel_params(.name = name), error)))
-        g_hash_table_insert(ctx->kernels, g_strdup(name), k);
-    return k;
+    return kernel_for(ctx, name, reel_kernel_params(.name = name), error);
 }
 
 reel_kernel *vk_ctx_kernel_spec(vk_ctx *ctx, const char *name, uint32_t local_size, const uint32_t *constants,
@@ -51,14 +71,10 @@ reel_kernel *vk_ctx_kernel_spec(vk_ctx *ctx, const char *name, uint32_t local_si
     g_string_append_printf(key, "/%u/", local_size);
     for (uint32_t i = 0; i < n_constants; i++)
         g_string_append_printf(key, i ? ",%u" : "%u", constants[i]);
-    reel_kernel *k = g_hash_table_lookup(ctx->kernels, key->str);
-    if (k || !(k = reel_kernel_create(ctx->dev, reel_kernel_params(.name = name, .local_size = local_size,
-                                                                   .constants = constants,
-                                                                   .n_constants = n_constants), error))) {
-        g_string_free(key, TRUE);
-        return k;
-    }
-    g_hash_table_insert(ctx->kernels, g_string_free(key, FALSE), k);
+    reel_kernel *k = kernel_for(ctx, key->str, reel_kernel_params(.name = name, .local_size = local_size,
+                                                                  .constants = constants,
+                                                                  .n_constants = n_constants), error);
+    g_string_free(key, TRUE);
     return k;
 }
 

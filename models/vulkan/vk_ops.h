@@ -18,9 +18,14 @@ typedef struct vk_tensor {
     const reel_tensor *t;
 } vk_tensor;
 
+struct vk_store;
+
 // What ops dispatch with: the device, its kernels (made on first use and
 // kept), and a 16-byte buffer to bind where an optional input is absent
-// (kernels have a fixed number of bindings).
+// (kernels have a fixed number of bindings). A plan's context takes its
+// kernels and that buffer from its model's store on the device
+// (models/vulkan/store.h), so that each kernel is compiled once for all the
+// model's plans and sessions there; a context of its own makes them itself.
 //
 // In an fp16 context (precision=fp16) every float32 tensor on the device is
 // stored as float16: ops dispatch the float kernels' _f16 forms
@@ -29,7 +34,11 @@ typedef struct vk_tensor {
 // too.
 typedef struct vk_ctx {
     reel_device *dev;
-    GHashTable *kernels; // name -> reel_kernel *
+    // key ("name", or "name/local/c1,..." with constants) -> reel_kernel *:
+    // those this context used; owned, or borrowed from store. Looked up
+    // here first, without the store's lock.
+    GHashTable *kernels;
+    struct vk_store *store; // borrowed, or NULL
     reel_mem *dummy;
     bool f16;            // float32 tensors are float16 on the device
     reel_batch *batch;   // when set, dispatches gather here for one submission
@@ -41,14 +50,18 @@ typedef struct vk_ctx {
 // zeroed dummy buffer. 0, or an error code with *error set. vk_ctx_clear
 // undoes it (and frees a batch the caller set).
 int vk_ctx_init(vk_ctx *ctx, reel_device *dev, GError **error);
+// The same on store's device with store's kernels and dummy buffer (store
+// must outlive ctx). Never fails.
+void vk_ctx_init_shared(vk_ctx *ctx, struct vk_store *store);
 void vk_ctx_clear(vk_ctx *ctx);
 
-// The kernel called `name` (gpu/kernel.c's table), created once per ctx;
-// NULL with *error set when the device refuses it.
+// The kernel called `name` (gpu/kernel.c's table), created once per ctx
+// (per store for a shared ctx); NULL with *error set when the device
+// refuses it.
 reel_kernel *vk_ctx_kernel(vk_ctx *ctx, const char *name, GError **error);
 // The same for a kernel that takes specialization constants: one per
-// (name, local_size, constants), created once per ctx. local_size 0: the
-// kernel's default.
+// (name, local_size, constants), created once per ctx (or store).
+// local_size 0: the kernel's default.
 reel_kernel *vk_ctx_kernel_spec(vk_ctx *ctx, const char *name, uint32_t local_size, const uint32_t *constants,
                                uint32_t n_constants, GError **error);
 

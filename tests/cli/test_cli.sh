@@ -63,6 +63,31 @@ for el in $("$reel" inspect | awk '{print $1}'); do
 done
 expect 0 'num-buffers +int' -- inspect testsrc
 expect 0 'one of: no, upstream, downstream' -- inspect queue
+
+# Every property row says whether it may change while the pipeline runs
+# (mutable) or not (fixed), under a legend saying what the two mean.
+expect 0 '^properties \(mutable: may change while the pipeline runs.*fixed: only before it starts\):$' -- inspect detect
+for el in $("$reel" inspect | awk '{print $1}'); do
+  rows=$("$reel" inspect "$el" | awk '/^properties/ { on = 1; next } on && /^  [^ ]/ { print $1, $3 }')
+  if [ -z "$rows" ] || grep -qvE '^[a-z0-9-]+ (mutable|fixed)$' <<<"$rows"; then
+    bad "inspect $el: a property row without mutable or fixed"$'\n'"$rows"
+  else
+    ok
+  fi
+done
+listed=" $("$reel" inspect | awk '{print $1}' | tr '\n' ' ') "
+for ep in detect:threshold detect:iou detect:max classify:top-k queue:max-size queue:leaky rate:fps \
+          overlay:thickness overlay:font-scale overlay:labels overlay:landmarks identity:sleep-us \
+          natssink:subject mqttsink:topic; do
+  el=${ep%%:*} prop=${ep#*:}
+  case $listed in
+    *" $el "*) expect 0 "^  $prop +[a-z]+ +mutable " -- inspect "$el" ;;
+    *) ;; # a module this build leaves out: checked at the end
+  esac
+done
+expect 0 '^  decoder +enum +fixed ' -- inspect detect
+expect 0 '^  max-bytes +int +fixed ' -- inspect queue
+expect 0 '^  name +string +fixed ' -- inspect identity
 expect 2 "no element called 'teee'; did you mean 'tee'" -- inspect teee
 
 # Placement: every element reports where it was asked to run and where it
@@ -110,6 +135,26 @@ if [ "$rc" -eq 0 ] && grep -q "interrupted" "$tmp/int.log" && [ "$lines" -gt 0 ]
   ok
 else
   bad "SIGINT: exit $rc, $lines lines, reported '$reported'"; cat "$tmp/int.log"
+fi
+
+# Optional parts: in a build that leaves NATS or MQTT out, their elements
+# and commands say how reel was built; in a full build they are there.
+if "$reel" inspect natssink >/dev/null 2>&1; then
+  expect 0 'subject' -- inspect natssink
+else
+  expect 2 "'natssink' needs libnats, which this build of reel leaves out \(-DREEL_WITH_NATS=OFF\)" -- \
+    run "testsrc num-buffers=1 ! natssink"
+  expect 2 "'natssink' needs libnats" -- inspect natssink
+  expect 2 "'worker' needs NATS, which this build of reel leaves out \(-DREEL_WITH_NATS=OFF\)" -- worker
+  expect 2 "'submit' needs NATS, which this build of reel leaves out \(-DREEL_WITH_NATS=OFF\)" -- \
+    submit "testsrc ! fakesink"
+fi
+if "$reel" inspect mqttsink >/dev/null 2>&1; then
+  expect 0 'topic' -- inspect mqttsink
+else
+  expect 2 "'mqttsink' needs libmosquitto, which this build of reel leaves out \(-DREEL_WITH_MQTT=OFF\)" -- \
+    run "testsrc num-buffers=1 ! mqttsink"
+  expect 2 "'mqttsink' needs libmosquitto" -- inspect mqttsink
 fi
 
 finish

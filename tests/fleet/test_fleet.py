@@ -70,17 +70,19 @@ class Server:
 class Tail:
     """nats_tail on a subject, in the background."""
 
-    def __init__(self, tmp, url, subject, silence_ms=4000, name="tail"):
+    def __init__(self, tmp, url, subject, silence_ms=4000, name="tail", count=0):
+        """Ends after `count` messages (0: no limit) or `silence_ms` without one:
+        with a count, the silence is only a deadline for a broken run."""
         self.out = os.path.join(tmp, name + ".log.out")
         log = os.path.join(tmp, name + ".log")
-        self.proc = spawn([TAIL, url, subject, "0", str(silence_ms)], log)
+        self.proc = spawn([TAIL, url, subject, str(count), str(silence_ms)], log)
         wait_for("the subscriber", lambda: "ready" in read(log), 10)
 
     def messages(self):
         lines = read(self.out).splitlines()
         return [(l.split(" ", 1)[0], json.loads(l.split(" ", 1)[1])) for l in lines if " " in l]
 
-    def wait(self, timeout=30):
+    def wait(self, timeout=90):
         self.proc.wait(timeout)
         return self.messages()
 
@@ -187,7 +189,7 @@ def check_frames(msgs, want):
 
 def case_natssink(tmp):
     srv = Server(tmp)
-    tail = Tail(tmp, srv.url, "reel.meta.>", 3000)
+    tail = Tail(tmp, srv.url, "reel.meta.>", 60000, count=65)
     r = reel("run", two_streams(f"natssink url={srv.url}"))
     if r.returncode != 0:
         fail(f"reel run: {r.stderr}")
@@ -197,7 +199,7 @@ def case_natssink(tmp):
 
 def case_jetstream(tmp):
     srv = Server(tmp)
-    tail = Tail(tmp, srv.url, "reel.meta.>", 3000)
+    tail = Tail(tmp, srv.url, "reel.meta.>", 60000, count=65)
     r = reel("run", two_streams(f"natssink url={srv.url} jetstream=true stream=META_TEST"))
     if r.returncode != 0:
         fail(f"reel run: {r.stderr}")

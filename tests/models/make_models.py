@@ -103,6 +103,32 @@ def main(out):
         inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")]
         save(model(nodes, [f32("X", [1, 3, 8, 8])], [f32("Y", [1, 4, 8, 8])], inits), out, fname)
 
+    # Free batch and spatial dims, for sessions planning many shapes
+    # (test_plan_cache.c): Conv 3x3 + Relu, Conv 3x3 with the first's output
+    # added (both folded into the Convs), and a head GlobalAveragePool ->
+    # Flatten -> Gemm. Six weights, 844 floats. A generator of its own, so
+    # that the models after it keep their weights.
+    r = np.random.default_rng(11)
+    w1 = r.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    b1 = r.standard_normal(8).astype(np.float32)
+    w2 = (r.standard_normal((8, 8, 3, 3)) / 8).astype(np.float32)
+    b2 = r.standard_normal(8).astype(np.float32)
+    w3 = r.standard_normal((4, 8)).astype(np.float32)
+    b3 = r.standard_normal(4).astype(np.float32)
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((w1, "W1"), (b1, "B1"), (w2, "W2"), (b2, "B2"), (w3, "W3"), (b3, "B3"))]
+    nodes = [
+        helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "r1"], ["Y"], name="residual"),
+        helper.make_node("GlobalAveragePool", ["Y"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+        helper.make_node("Gemm", ["f", "W3", "B3"], ["Z"], name="head", transB=1),
+    ]
+    save(model(nodes, [f32("X", ["batch", 3, "h", "w"])],
+               [f32("Y", ["batch", 8, "h", "w"]), f32("Z", ["batch", 4])], inits), out, "free_dims.onnx")
+
     # Shape -> Gather -> Unsqueeze -> Concat -> Reshape on a static shape.
     nodes = [
         helper.make_node("Shape", ["X"], ["shape"], name="shape"),
