@@ -32,6 +32,7 @@ typedef struct infer_priv {
     size_t scratch_size;
     bool noted;               // where the model ran is in the report
     bool on_device;           // the session runs on the element's GPU
+    bool one_by_one;          // batch > 1 on a model that takes a batch of 1: a frame per inference
 } infer_priv;
 
 static const reel_enum_value precisions[] = {
@@ -46,7 +47,8 @@ static const reel_prop props[] = {
     { "threads", REEL_PROP_INT, offsetof(infer_priv, threads), "1", 0, 256,
       .help = "threads of the model's kernels; 0: one per core (other elements share the cores)" },
     { "batch", REEL_PROP_INT, offsetof(infer_priv, batch), "1", 1, 64,
-      .help = "frames per inference (the model's first input dim must be free)" },
+      .help = "frames per inference (the model's first input dim must be free; a model that takes a batch of "
+              "1 runs them one inference each)" },
     { "max-wait-ms", REEL_PROP_INT, offsetof(infer_priv, max_wait_ms), "0", 0, 60000,
       .help = "a partial batch runs once its first frame has waited this long (0: wait for a full batch)" },
     { "input-name", REEL_PROP_STRING, offsetof(infer_priv, input_name), NULL,
@@ -84,10 +86,19 @@ static int load(reel_element *e)
     if (reel_model_n_inputs(s->model) > 1)
         return reel_element_error(e, REEL_EUNSUPPORTED, "model %s has %d inputs; infer feeds models of one input",
                                   s->ref.path, reel_model_n_inputs(s->model));
-    if (s->batch > 1 && in->dims[0] > 0 && in->dims[0] != s->batch)
+    // A model exported with its batch fixed at 1 takes the frames one by
+    // one: the same results as batch=1, whatever batch says.
+    s->one_by_one = s->batch > 1 && in->dims[0] == 1;
+    if (s->batch > 1 && in->dims[0] > 1 && in->dims[0] != s->batch)
         return reel_element_error(e, REEL_EINVAL, "batch=%d but model %s's input %s takes a batch of %" G_GINT64_FORMAT,
                                   s->batch, s->ref.path, in->name, in->dims[0]);
     return 0;
+}
+
+// Frames per inference.
+static int batch_size(const infer_priv *s)
+{
+    return s->one_by_one ? 1 : s->batch;
 }
 
 // Pass 1: ask preprocess for the model's input shape (free dims left open).
@@ -158,6 +169,9 @@ static int start(reel_element *e)
     s->crop_results = g_ptr_array_new();
     s->noted = false;
     s->on_device = gpu;
+    if (s->one_by_one)
+        reel_element_info(e, "model %s takes a batch of 1: batch=%d runs one inference per frame (as batch=1 does)",
+                          s->ref.name, s->batch);
     return 0;
 }
 
@@ -470,12 +484,12 @@ static int process(reel_element *e, int pad, reel_buffer *tensor)
     if (s->pending->len == 0) {
         s->pending_since = now;
         // A partial batch runs in time even when no further frame comes.
-        if (s->max_wait_ms > 0 && s->batch > 1)
+        if (s->max_wait_ms > 0 && batch_size(s) > 1)
             reel_element_wake_at(e, batch_deadline(s));
     }
     g_ptr_array_add(s->pending, tensor);
     bool waited = s->max_wait_ms > 0 && now >= batch_deadline(s);
-    return (int)s->pending->len >= s->batch || waited ? run_batch(e) : 0;
+    return (int)s->pending->len >= batch_size(s) || waited ? run_batch(e) : 0;
 }
 
 static int on_timeout(reel_element *e)

@@ -41,6 +41,7 @@ typedef struct source_priv {
     int timeout_ms;
     int retry_max;
     int retry_delay_ms;
+    int num_buffers;
 
     AVFormatContext *fmt;
     AVPacket *pkt;
@@ -104,6 +105,8 @@ static const reel_prop props[] = {
     { "retry-delay", REEL_PROP_INT, offsetof(source_priv, retry_delay_ms), "500", 1, 3600000,
       .help = "live: milliseconds before the first reconnect attempt; doubles per attempt up to 10 s "
               "(or retry-delay, when longer)" },
+    { "num-buffers", REEL_PROP_INT, offsetof(source_priv, num_buffers), "-1", -1, INT32_MAX,
+      .help = "packets of the stream to send, over all loops, then end the stream; -1: all" },
     { NULL },
 };
 
@@ -306,8 +309,11 @@ static void set_expected_frames(reel_element *e)
     source_priv *s = reel_element_priv(e);
     const AVStream *st = s->fmt->streams[s->index];
     AVRational rate = stream_rate(st);
-    if (s->is_live || s->loop == 0)
+    if (s->is_live || s->loop == 0) {
+        if (s->num_buffers >= 0)
+            reel_element_set_expected_frames(e, s->num_buffers);
         return;
+    }
     int64_t n = -1;
     if (st->nb_frames > 0)
         n = st->nb_frames;
@@ -315,11 +321,15 @@ static void set_expected_frames(reel_element *e)
         n = av_rescale_q(st->duration, st->time_base, av_inv_q(rate));
     else if (rate.num > 0 && s->fmt->duration > 0)
         n = av_rescale_q(s->fmt->duration, AV_TIME_BASE_Q, av_inv_q(rate));
-    if (n < 0)
+    if (n < 0) {
+        if (s->num_buffers >= 0)
+            reel_element_set_expected_frames(e, s->num_buffers);
         return;
+    }
     if (s->start_time > 0 && rate.num > 0)
         n = MAX(0, n - (int64_t)(s->start_time * av_q2d(rate)));
-    reel_element_set_expected_frames(e, n * s->loop);
+    n *= s->loop;
+    reel_element_set_expected_frames(e, s->num_buffers >= 0 ? MIN(n, s->num_buffers) : n);
 }
 
 // Before negotiation, at the same time as the other sources (a live input
@@ -693,7 +703,7 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     (void)pad;
     (void)in;
     source_priv *s = reel_element_priv(e);
-    if (!s->fmt)
+    if (!s->fmt || (s->num_buffers >= 0 && s->packets >= s->num_buffers))
         return REEL_EOS;
     int rc = read_packet(e);
     if (rc != 0)

@@ -1,5 +1,7 @@
 // Caps: sets of formats, their intersection, and their text form.
 #include "reel/caps.h"
+#include "base/suggest.h"
+#include "pipeline/parse.h"
 #include "reel/error.h"
 #include "reel/limits.h"
 
@@ -16,6 +18,40 @@ static const struct {
     { "video", REEL_MEDIA_VIDEO_RAW | REEL_MEDIA_VIDEO_ENCODED },
     { "tensor", REEL_MEDIA_TENSOR },
     { "any", REEL_MEDIA_ANY },
+};
+
+// GStreamer's names for what reel calls video/raw, and for video/encoded
+// with a codec (FFmpeg's name for it): accepted as the same.
+static const struct {
+    const char *name;
+    const char *codec; // NULL: video/raw
+} gst_media[] = {
+    { "video/x-raw", NULL },
+    { "video/x-h264", "h264" },
+    { "video/x-h265", "hevc" },
+    { "video/x-vp8", "vp8" },
+    { "video/x-vp9", "vp9" },
+    { "video/x-av1", "av1" },
+    { "video/x-theora", "theora" },
+    { "image/jpeg", "mjpeg" },
+    { "image/png", "png" },
+};
+
+// GStreamer's names of the pixel formats reel has (its yuvj420p is I420
+// with a full-range colorimetry there: no name of its own).
+static const struct {
+    const char *name;
+    reel_pixfmt format;
+} gst_formats[] = {
+    { "GRAY8", REEL_PIXFMT_GRAY8 }, { "RGB", REEL_PIXFMT_RGB24 },   { "BGR", REEL_PIXFMT_BGR24 },
+    { "RGBA", REEL_PIXFMT_RGBA },   { "BGRA", REEL_PIXFMT_BGRA },   { "I420", REEL_PIXFMT_YUV420P },
+    { "NV12", REEL_PIXFMT_NV12 },   { "Y42B", REEL_PIXFMT_YUV422P }, { "Y444", REEL_PIXFMT_YUV444P },
+};
+
+// Fields GStreamer's video caps have and reel's do not.
+static const char *const gst_only_fields[] = {
+    "pixel-aspect-ratio", "interlace-mode", "colorimetry", "chroma-site", "multiview-mode", "multiview-flags",
+    "stream-format", "alignment", "profile", "level", "tier", "parsed", "codec_data", "views", "max-framerate",
 };
 
 reel_caps reel_caps_any(void)
@@ -190,6 +226,9 @@ static bool parse_bits(const char *s, uint64_t (*one)(const char *), uint64_t *o
 static uint64_t pixfmt_bit(const char *name)
 {
     reel_pixfmt f = reel_pixfmt_from_name(name);
+    for (size_t i = 0; !f && i < G_N_ELEMENTS(gst_formats); i++)
+        if (strcmp(gst_formats[i].name, name) == 0)
+            f = gst_formats[i].format;
     return f ? REEL_PIXFMT_BIT(f) : 0;
 }
 
@@ -198,7 +237,96 @@ static uint64_t media_bit(const char *name)
     for (size_t i = 0; i < G_N_ELEMENTS(media_names); i++)
         if (strcmp(media_names[i].name, name) == 0)
             return media_names[i].media;
-    return 0;
+    return strcmp(name, gst_media[0].name) == 0 ? REEL_MEDIA_VIDEO_RAW : 0;
+}
+
+// The media type at the head of the caps: reel's names joined by '|', or
+// one of GStreamer's (an encoded one also sets the codec).
+static bool parse_media(const char *text, reel_caps *c, char **hint)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(gst_media); i++) {
+        if (gst_media[i].codec && strcmp(text, gst_media[i].name) == 0) {
+            c->media = REEL_MEDIA_VIDEO_ENCODED;
+            g_strlcpy(c->codec, gst_media[i].codec, sizeof c->codec);
+            return true;
+        }
+    }
+    uint64_t media;
+    if (parse_bits(text, media_bit, &media)) {
+        c->media = (unsigned)media;
+        return true;
+    }
+    if (!hint)
+        return false;
+    static const char *const names[] = { "video/raw", "video/encoded", "video", "tensor", "any" };
+    const char *near = reel_suggest(text, names, G_N_ELEMENTS(names));
+    if (strchr(text, '('))
+        *hint = g_strdup("reel says where frames live with a field: video/raw,memory=device (or host)");
+    else if (strstr(text, "video/x-") && strchr(text, '|'))
+        *hint = g_strdup("one codec per caps: video/encoded,codec=h264");
+    else if (near && !strchr(text, '|'))
+        *hint = g_strdup_printf("did you mean '%s'?", near);
+    else
+        *hint = g_strdup("reel's media types: video/raw (or video/x-raw), video/encoded,codec=NAME (or video/x-h264, "
+                         "video/x-h265, video/x-vp8, video/x-vp9, video/x-av1, video/x-theora, image/jpeg, "
+                         "image/png), tensor and any");
+    return false;
+}
+
+// GStreamer writes a value's type before it (width=(int)320): the type is
+// checked against the field's and dropped. Returns the value after it.
+static const char *strip_type(const char *key, const char *value, const char **why, char **hint, bool *ok)
+{
+    *ok = true;
+    if (value[0] != '(')
+        return value;
+    const char *close = strchr(value, ')');
+    if (!close)
+        return value;
+    char *type = g_strstrip(g_strndup(value + 1, (gsize)(close - value - 1)));
+    bool is_int = strcmp(key, "width") == 0 || strcmp(key, "height") == 0;
+    bool is_fraction = strcmp(key, "framerate") == 0;
+    static const char *const ints[] = { "int", "i", "gint" };
+    static const char *const fractions[] = { "fraction", "GstFraction" };
+    static const char *const strings[] = { "string", "str", "s", "gchararray" };
+    const char *const *names = is_int ? ints : is_fraction ? fractions : strings;
+    size_t n = is_int ? G_N_ELEMENTS(ints) : is_fraction ? G_N_ELEMENTS(fractions) : G_N_ELEMENTS(strings);
+    bool known = false;
+    for (size_t i = 0; i < n; i++)
+        known |= strcmp(type, names[i]) == 0;
+    if (!known) {
+        *ok = false;
+        *why = is_int ? "the field is an int" : is_fraction ? "the field is a fraction" : "the field is a string";
+        if (hint)
+            *hint = g_strdup_printf("write %s=%s (or %s=(%s)%s)", key,
+                                    is_int ? "320" : is_fraction ? "30/1" : "VALUE", key, names[0],
+                                    is_int ? "320" : is_fraction ? "30/1" : "VALUE");
+    }
+    g_free(type);
+    const char *v = close + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    return v;
+}
+
+// What reel writes for a value it cannot take, when it has a spelling.
+static char *field_hint(const char *key, const char *value)
+{
+    bool open_set = value[0] == '{' || value[0] == '[';
+    if (strcmp(key, "format") == 0)
+        return g_strdup(open_set ? "write several formats as format=rgb24|bgr24"
+                                 : "reel's pixel formats: gray8, rgb24, bgr24, rgba, bgra, yuv420p, yuvj420p, nv12, "
+                                   "yuv422p, yuv444p (GStreamer's GRAY8, RGB, BGR, RGBA, BGRA, I420, NV12, Y42B, "
+                                   "Y444 are accepted too)");
+    if (open_set && (strcmp(key, "width") == 0 || strcmp(key, "height") == 0))
+        return g_strdup_printf("reel's caps take one %s, e.g. %s=320 (leave it out for any)", key, key);
+    if (open_set && strcmp(key, "framerate") == 0)
+        return g_strdup("reel's caps take one rate, e.g. framerate=30/1 (leave it out for any)");
+    for (size_t i = 0; i < G_N_ELEMENTS(gst_only_fields); i++)
+        if (strcmp(key, gst_only_fields[i]) == 0)
+            return g_strdup_printf("reel's caps have no %s: leave it out (the fields are format, width, height, "
+                                   "framerate, codec, dtype, shape, memory)", key);
+    return NULL;
 }
 
 static uint64_t memory_bit(const char *name)
@@ -259,20 +387,25 @@ static bool parse_field(reel_caps *c, const char *key, const char *value, const 
 
 bool reel_caps_parse(const char *text, reel_caps *out, size_t *err_offset, GError **error)
 {
+    return reel_caps_parse_hint(text, out, err_offset, NULL, error);
+}
+
+bool reel_caps_parse_hint(const char *text, reel_caps *out, size_t *err_offset, char **hint, GError **error)
+{
     reel_caps c = reel_caps_any();
     gchar **fields = g_strsplit(text, ",", -1);
     size_t offset = 0;
     const char *why = NULL;
     bool ok = true;
+    if (hint)
+        *hint = NULL;
 
     for (int i = 0; ok && fields[i]; i++) {
         char *f = g_strstrip(g_strdup(fields[i]));
         size_t lead = strspn(fields[i], " \t\r\n");
         if (i == 0) {
-            uint64_t media;
             why = "expected a media type: video/raw, video/encoded, video, tensor or any, joined by |";
-            ok = parse_bits(f, media_bit, &media);
-            c.media = (unsigned)media;
+            ok = parse_media(f, &c, hint);
         } else {
             char *eq = strchr(f, '=');
             if (!eq) {
@@ -280,7 +413,10 @@ bool reel_caps_parse(const char *text, reel_caps *out, size_t *err_offset, GErro
                 ok = false;
             } else {
                 *eq = '\0';
-                ok = parse_field(&c, f, eq + 1, &why);
+                const char *key = g_strchomp(f);
+                const char *value = strip_type(key, g_strchug(eq + 1), &why, hint, &ok);
+                if (ok && !(ok = parse_field(&c, key, value, &why)) && hint)
+                    *hint = field_hint(key, value);
             }
         }
         g_free(f);

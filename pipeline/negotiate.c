@@ -24,16 +24,44 @@ static int template_caps(const reel_element *e, const char *text, reel_caps *out
     return 0;
 }
 
+// Whether a convert between formats a and b would make them meet: both raw
+// video, in the same memory, differing only in what convert changes
+// (pixel format and size).
+static bool convert_fits(const reel_caps *a, const reel_caps *b)
+{
+    if (!(a->media & REEL_MEDIA_VIDEO_RAW) || !(b->media & REEL_MEDIA_VIDEO_RAW) || !(a->memory & b->memory))
+        return false;
+    reel_caps x = *a, y = *b, both;
+    x.media = y.media = REEL_MEDIA_VIDEO_RAW;
+    x.pixfmts = y.pixfmts = REEL_PIXFMT_MASK_ALL;
+    x.width = y.width = x.height = y.height = 0;
+    return reel_caps_intersect(&x, &y, &both);
+}
+
+// `via`: the element whose output format `up` passes on unchanged (NULL
+// when up made it itself).
+static int mismatch_via(GError **error, const reel_element *up, const reel_element *down, const reel_caps *a,
+                        const char *a_what, const reel_element *via, const reel_caps *b, const char *b_what)
+{
+    char *sa = reel_caps_to_string(a), *sb = reel_caps_to_string(b);
+    char *from = via ? g_strdup_printf(" from '%s'", via->name) : g_strdup("");
+    char *hint = convert_fits(a, b) ? g_strdup_printf("\nhint: put a convert between them: %s ! convert ! %s",
+                                                      up->name, down->name)
+                                    : g_strdup("");
+    g_set_error(error, REEL_ERROR, REEL_EFORMAT,
+                "cannot link '%s' to '%s': no format in common ('%s' %s %s%s; '%s' %s %s)%s", up->name, down->name,
+                up->name, a_what, sa, from, down->name, b_what, sb, hint);
+    g_free(sa);
+    g_free(sb);
+    g_free(from);
+    g_free(hint);
+    return REEL_EFORMAT;
+}
+
 static int mismatch(GError **error, const reel_element *up, const reel_element *down, const reel_caps *a,
                     const char *a_what, const reel_caps *b, const char *b_what)
 {
-    char *sa = reel_caps_to_string(a), *sb = reel_caps_to_string(b);
-    g_set_error(error, REEL_ERROR, REEL_EFORMAT,
-                "cannot link '%s' to '%s': no format in common ('%s' %s %s; '%s' %s %s)", up->name, down->name,
-                up->name, a_what, sa, down->name, b_what, sb);
-    g_free(sa);
-    g_free(sb);
-    return REEL_EFORMAT;
+    return mismatch_via(error, up, down, a, a_what, NULL, b, b_what);
 }
 
 // An element's want/configure failed: its own reel_element_error() message
@@ -48,23 +76,87 @@ static int callback_failed(reel_element *e, int rc, const char *what, GError **e
     return rc;
 }
 
+// What e itself accepts on input `pad`: its template, memory and `want`,
+// before a passthrough element adds what downstream wants.
+static int own_want(reel_element *e, guint pad, reel_caps *want, GError **error)
+{
+    int rc;
+    if ((rc = template_caps(e, e->klass->input_caps, want, error)) < 0)
+        return rc;
+    want->memory &= reel_element_memory(e, false);
+    if (e->klass->want && (rc = e->klass->want(e, (int)pad, want)) < 0)
+        return callback_failed(e, rc, "rejected every format for its input", error);
+    return 0;
+}
+
+// Whether formats `a` (one fixed format, or a set when !fixed) meet what
+// `want` accepts.
+static bool meets(const reel_caps *want, const reel_caps *a, bool fixed)
+{
+    reel_caps both;
+    return fixed ? reel_caps_accepts(want, a) : reel_caps_intersect(want, a, &both);
+}
+
+// Formats `out` of e's output `l` (what e produces, fixed; or in pass 1
+// what e allows) are not what the receiver accepts. Where the receiver
+// only passes formats on (a queue, detect, overlay), what it accepts holds
+// the wishes of those after it: the error names the link where `out`,
+// passed on unchanged, actually meets an element that cannot take it (an
+// encoder after overlay), which is where a convert belongs.
+static int link_mismatch(reel_element *e, reel_link *l, const reel_caps *out, bool fixed, GError **error)
+{
+    const char *what = fixed ? "produces" : "allows";
+    reel_element *up = e, *down = l->dst;
+    guint pad = (guint)l->dst_pad;
+    for (int steps = 0; steps < 1024 && (down->klass->flags & REEL_CLASS_PASSTHROUGH); steps++) {
+        reel_caps own;
+        GError *ignored = NULL;
+        if (own_want(down, pad, &own, &ignored) < 0) {
+            g_clear_error(&ignored);
+            break;
+        }
+        if (!meets(&own, out, fixed))
+            break; // down itself refuses it
+        reel_link *next = NULL;
+        for (guint o = 0; o < down->outputs->len && !next; o++) {
+            reel_link *k = down->outputs->pdata[o];
+            if (!meets(&k->dst->in_want[k->dst_pad], out, fixed))
+                next = k;
+        }
+        if (!next)
+            break;
+        up = down;
+        down = next->dst;
+        pad = (guint)next->dst_pad;
+    }
+    if (up == e)
+        return mismatch(error, e, down, out, what, &down->in_want[pad], "accepts");
+    // Downstream's own wish, without what those after it added.
+    reel_caps accepts = down->in_want[pad];
+    if (down->klass->flags & REEL_CLASS_PASSTHROUGH) {
+        GError *ignored = NULL;
+        if (own_want(down, pad, &accepts, &ignored) < 0) {
+            g_clear_error(&ignored);
+            accepts = down->in_want[pad];
+        }
+    }
+    return mismatch_via(error, up, down, out, fixed ? "passes on" : "would pass on", e, &accepts, "accepts");
+}
+
 static int want_inputs(reel_element *e, GError **error)
 {
     int rc;
     for (guint i = 0; i < e->inputs->len; i++) {
         reel_caps want;
-        if ((rc = template_caps(e, e->klass->input_caps, &want, error)) < 0)
+        if ((rc = own_want(e, i, &want, error)) < 0)
             return rc;
-        want.memory &= reel_element_memory(e, false);
-        if (e->klass->want && (rc = e->klass->want(e, (int)i, &want)) < 0)
-            return callback_failed(e, rc, "rejected every format for its input", error);
         if (e->klass->flags & REEL_CLASS_PASSTHROUGH) {
             for (guint o = 0; o < e->outputs->len; o++) {
                 reel_link *l = e->outputs->pdata[o];
                 const reel_caps *down = &l->dst->in_want[l->dst_pad];
                 reel_caps both;
                 if (!reel_caps_intersect(&want, down, &both))
-                    return mismatch(error, e, l->dst, &want, "allows", down, "accepts");
+                    return link_mismatch(e, l, &want, false, error);
                 want = both;
             }
         }
@@ -111,7 +203,7 @@ static int configure_outputs(reel_element *e, GError **error)
             return REEL_EFORMAT;
         }
         if (!reel_caps_accepts(down, &out))
-            return mismatch(error, e, l->dst, &out, "produces", down, "accepts");
+            return link_mismatch(e, l, &out, true, error);
         if ((rc = reel_caps_check_limits(&out, error)) < 0) {
             g_prefix_error(error, "element '%s': ", e->name);
             return rc;

@@ -224,48 +224,81 @@ static bool fail_char(parser *ps, size_t pos, const char *hint)
 
 #define ESCAPES "the escapes are \\\" \\' \\\\ \\n \\t"
 
+// Reads the character at s[*i] inside quotes that opened at `open`,
+// resolving an escape (then *i is at its last byte). False on an error.
+static bool quoted_char(parser *ps, size_t open, size_t *i, char *out)
+{
+    const char *s = ps->s;
+    size_t at = *i;
+    if (s[at] == '\0' || (s[at] == '\\' && s[at + 1] == '\0'))
+        return fail(ps, open, 1, NULL, "unterminated quoted value: no closing %c", s[open]);
+    if (s[at] != '\\') {
+        *out = s[at];
+        return true;
+    }
+    *i = ++at;
+    switch (s[at]) {
+    case '"': case '\'': case '\\': *out = s[at]; return true;
+    case 'n': *out = '\n'; return true;
+    case 't': *out = '\t'; return true;
+    default:
+        if (!g_ascii_isprint(s[at]))
+            return fail(ps, at - 1, 2, ESCAPES, "unknown escape");
+        return fail(ps, at - 1, 2, ESCAPES, "unknown escape '\\%c'", s[at]);
+    }
+}
+
 // A quoted value starting at the quote `open`; *end is past the closing one.
 static bool parse_quoted(parser *ps, size_t open, char **out, size_t *end)
 {
     const char *s = ps->s;
-    char q = s[open];
     GString *v = g_string_new(NULL);
     size_t i = open + 1;
-    for (; s[i] != q; i++) {
-        if (s[i] == '\0' || (s[i] == '\\' && s[i + 1] == '\0')) {
+    for (; s[i] != s[open]; i++) {
+        char c;
+        if (!quoted_char(ps, open, &i, &c)) {
             g_string_free(v, TRUE);
-            return fail(ps, open, 1, NULL, "unterminated quoted value: no closing %c", q);
+            return false;
         }
-        if (s[i] != '\\') {
-            g_string_append_c(v, s[i]);
-            continue;
-        }
-        i++;
-        switch (s[i]) {
-        case '"': case '\'': case '\\': g_string_append_c(v, s[i]); break;
-        case 'n': g_string_append_c(v, '\n'); break;
-        case 't': g_string_append_c(v, '\t'); break;
-        default:
-            g_string_free(v, TRUE);
-            if (!g_ascii_isprint(s[i]))
-                return fail(ps, i - 1, 2, ESCAPES, "unknown escape");
-            return fail(ps, i - 1, 2, ESCAPES, "unknown escape '\\%c'", s[i]);
-        }
+        g_string_append_c(v, c);
     }
     *out = g_string_free(v, FALSE);
     *end = i + 1;
     return true;
 }
 
-// One key=value after an element's class name; ps->p is at the key and
-// `eq` at its '='.
-static bool parse_prop(parser *ps, GArray *props, size_t eq)
+// Whitespace that may stand around a property's '=', as gst-launch-1.0
+// allows it (key = value); comments may not.
+static size_t skip_space(const char *s, size_t p)
+{
+    while (g_ascii_isspace(s[p]))
+        p++;
+    return p;
+}
+
+// Where the '=' of a property whose key starts at `k` is, or 0 when the
+// word there is not a key followed by '=' (possibly after whitespace).
+static size_t find_eq(const char *s, size_t k, size_t *key_end)
+{
+    size_t ke = k;
+    while (is_ident(s[ke]))
+        ke++;
+    size_t eq = skip_space(s, ke);
+    if (ke == k || s[eq] != '=')
+        return 0;
+    *key_end = ke;
+    return eq;
+}
+
+// One key=value after an element's class name; ps->p is at the key, which
+// ends at `ke`, and `eq` is at its '='.
+static bool parse_prop(parser *ps, GArray *props, size_t ke, size_t eq)
 {
     const char *s = ps->s;
-    size_t k = ps->p, v = eq + 1, vend = v;
+    size_t k = ps->p, v = skip_space(s, eq + 1), vend = v;
     reel_parse_prop prop = {
-        .key = g_strndup(s + k, eq - k),
-        .key_span = { k, eq - k },
+        .key = g_strndup(s + k, ke - k),
+        .key_span = { k, ke - k },
     };
     g_array_append_val(props, prop); // from now on freed with the array
     reel_parse_prop *pr = &g_array_index(props, reel_parse_prop, props->len - 1);
@@ -276,7 +309,7 @@ static bool parse_prop(parser *ps, GArray *props, size_t eq)
             int line, col;
             reel_parse_position(s, first->key_span.pos, &line, &col);
             char *hint = g_strdup_printf("first set at %d:%d", line, col);
-            fail(ps, k, eq - k, hint, "property '%s' is set twice", pr->key);
+            fail(ps, k, ke - k, hint, "property '%s' is set twice", pr->key);
             g_free(hint);
             return false;
         }
@@ -289,14 +322,8 @@ static bool parse_prop(parser *ps, GArray *props, size_t eq)
             return fail_char(ps, vend, "quote the whole value");
     } else {
         vend = word_end(s, v);
-        if (vend == v) {
-            size_t w = v;
-            while (s[w] == ' ' || s[w] == '\t')
-                w++;
-            bool spaced = w > v && !is_stop(s[w]);
-            return fail(ps, k, v - k, spaced ? "no spaces are allowed after '='" : NULL,
-                        "missing value for property '%s'", pr->key);
-        }
+        if (vend == v)
+            return fail(ps, k, eq + 1 - k, NULL, "missing value for property '%s'", pr->key);
         pr->value = g_strndup(s + v, vend - v);
     }
     pr->value_span = (reel_parse_span){ v, vend - v };
@@ -313,7 +340,8 @@ static bool parse_element(parser *ps, reel_parse_item *it, size_t end)
         if (is_ident(s[q]))
             continue;
         if (s[q] == '=' && q == start)
-            return fail(ps, q, 1, "write key=value with no spaces around '='", "unexpected '='");
+            return fail(ps, q, 1, "a property is written key=value after its element's class name",
+                        "unexpected '='");
         if (s[q] == '=') {
             // After a caps filter this is most likely a forgotten comma.
             const char *hint = ps->after_caps
@@ -335,14 +363,12 @@ static bool parse_element(parser *ps, reel_parse_item *it, size_t end)
     for (;;) {
         size_t save = ps->p;
         skip_blank(ps);
-        size_t k = ps->p;
-        while (is_ident(s[k]))
-            k++;
-        if (k == ps->p || s[k] != '=') {
+        size_t ke, eq = find_eq(s, ps->p, &ke);
+        if (!eq) {
             ps->p = save; // not a property: the next item or chain starts here
             break;
         }
-        if (!(ok = parse_prop(ps, props, k)))
+        if (!(ok = parse_prop(ps, props, ke, eq)))
             break;
     }
     it->n_props = props->len;
@@ -350,7 +376,8 @@ static bool parse_element(parser *ps, reel_parse_item *it, size_t end)
     return ok;
 }
 
-// A caps filter: words joined by ',' that may be followed by whitespace.
+// A caps filter: words joined by ',' or '=' with whitespace allowed after a
+// ',' and around a '=' (video/x-raw, width = 320); the text keeps none of it.
 static bool parse_caps(parser *ps, reel_parse_item *it)
 {
     const char *s = ps->s;
@@ -363,12 +390,9 @@ static bool parse_caps(parser *ps, reel_parse_item *it)
         for (size_t q = p; q < end; q++)
             g_array_append_val(pos, q);
         p = end;
-        if (s[end - 1] != ',')
-            break;
-        size_t next = end;
-        while (g_ascii_isspace(s[next]))
-            next++;
-        if (is_stop(s[next]))
+        size_t next = skip_space(s, end);
+        bool joined = s[end - 1] == ',' || s[end - 1] == '=' || s[next] == ',' || s[next] == '=';
+        if (!joined || is_stop(s[next]))
             break;
         p = next;
     }
@@ -391,6 +415,42 @@ static bool is_caps_word(const char *s, size_t start, size_t end)
            (head == 6 && strncmp(s + start, "tensor", 6) == 0);
 }
 
+// Caps in quotes, as GStreamer users write them ('video/x-raw, width=320'):
+// escapes resolved, whitespace after a ',' dropped; caps_pos maps back into
+// the quotes.
+static bool parse_quoted_caps(parser *ps, reel_parse_item *it)
+{
+    const char *s = ps->s;
+    size_t open = ps->p, i = open + 1;
+    GString *text = g_string_new(NULL);
+    GArray *pos = g_array_new(FALSE, FALSE, sizeof(size_t));
+    bool ok = true;
+    for (; ok && s[i] != s[open]; i++) {
+        size_t at = i;
+        char c;
+        if (!(ok = quoted_char(ps, open, &i, &c)))
+            break;
+        if (g_ascii_isspace(c) && text->len && text->str[text->len - 1] == ',')
+            continue;
+        g_string_append_c(text, c);
+        g_array_append_val(pos, at);
+    }
+    g_array_append_val(pos, i);
+    it->kind = REEL_PARSE_CAPS;
+    it->text = g_string_free(text, FALSE);
+    it->caps_pos = (size_t *)g_array_free(pos, FALSE);
+    if (!ok)
+        return false;
+    it->span = (reel_parse_span){ open, i + 1 - open };
+    ps->p = i + 1;
+    if (!is_stop(s[ps->p]))
+        return fail_char(ps, ps->p, "quote the whole caps");
+    if (!is_caps_word(it->text, 0, strlen(it->text)))
+        return fail(ps, open, it->span.len, "only caps stand quoted on their own, e.g. 'video/raw,width=320'; "
+                    "a quoted value follows its property's '='", "quoted text is not caps");
+    return true;
+}
+
 // One item; ps->p is at a byte that starts a word.
 static bool parse_item(parser *ps, reel_parse_item *it)
 {
@@ -398,7 +458,9 @@ static bool parse_item(parser *ps, reel_parse_item *it)
     size_t start = ps->p, end = word_end(s, start);
     bool ok;
 
-    if (is_caps_word(s, start, end)) {
+    if (s[start] == '"' || s[start] == '\'') {
+        ok = parse_quoted_caps(ps, it);
+    } else if (is_caps_word(s, start, end)) {
         ok = parse_caps(ps, it);
     } else if (end - start >= 2 && s[end - 1] == '.' && is_ident(s[end - 2])) {
         for (size_t q = start; q < end - 1; q++) {
@@ -471,12 +533,10 @@ static bool parse_settings(parser *ps, GArray *settings)
 {
     const char *s = ps->s;
     for (;;) {
-        size_t k = ps->p, eq = k;
-        while (is_ident(s[eq]))
-            eq++;
-        if (eq == k || s[eq] != '=')
+        size_t ke, eq = find_eq(s, ps->p, &ke);
+        if (!eq)
             return true;
-        if (!parse_prop(ps, settings, eq))
+        if (!parse_prop(ps, settings, ke, eq))
             return false;
         skip_blank(ps);
     }

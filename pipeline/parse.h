@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <glib.h>
 
+#include "reel/caps.h"
+
 typedef enum reel_parse_kind {
     REEL_PARSE_ELEMENT, // a class name with key=value properties
     REEL_PARSE_REF,     // `x.`: the element named x, defined anywhere
@@ -33,14 +35,16 @@ typedef struct reel_parse_prop {
 typedef struct reel_parse_item {
     reel_parse_kind kind;
     // ELEMENT: the class name; REF: the name referred to (without the '.');
-    // CAPS: the caps text without the whitespace written after commas.
+    // CAPS: the caps text without the whitespace written after commas (and,
+    // unquoted, around '='), quotes and escapes resolved.
     char *text;
-    reel_parse_span span;   // the class name, `x.`, or the caps as written
+    reel_parse_span span;   // the class name, `x.`, or the caps as written (quotes included)
     reel_parse_span link;   // the '!' before this item; len 0 for a chain's first
     reel_parse_prop *props; // ELEMENT only, in written order; `name` included
     size_t n_props;
     // CAPS only: caps_pos[i] is the offset in the source of text[i], for
-    // i <= strlen(text) (the last one is the end of the caps as written).
+    // i <= strlen(text) (the last one is the end of the caps as written, or
+    // the closing quote).
     size_t *caps_pos;
 } reel_parse_item;
 
@@ -88,5 +92,11 @@ void reel_parse_position(const char *text, size_t pos, int *line, int *col);
 // line so the caret stays aligned.
 void reel_parse_error(GError **error, const reel_parse_description *d, reel_parse_span at,
                       const char *hint, const char *fmt, ...) G_GNUC_PRINTF(5, 6);
+
+// reel_caps_parse() that also says, on failure, how reel writes what was
+// written when it has a spelling for it (GStreamer's video/x-raw(...)
+// features, format lists, fields reel lacks): *hint, g_free it; NULL when
+// there is none. In caps.c.
+bool reel_caps_parse_hint(const char *text, reel_caps *out, size_t *err_offset, char **hint, GError **error);
 
 #endif

@@ -163,21 +163,26 @@ static bool build_caps(builder *b, const reel_parse_item *it, size_t index)
     reel_caps caps;
     size_t off = 0;
     GError *err = NULL;
-    if (!reel_caps_parse(it->text, &caps, &off, &err)) {
+    char *hint = NULL;
+    if (!reel_caps_parse_hint(it->text, &caps, &off, &hint, &err)) {
         size_t n = strlen(it->text);
         off = MIN(off, n);
         size_t end = off;
         while (end < n && it->text[end] != ',')
             end++;
         reel_parse_span at = { it->caps_pos[off], it->caps_pos[end] - it->caps_pos[off] };
-        reel_parse_error(b->error, b->d, at, NULL, "%s", err ? err->message : "invalid caps");
+        reel_parse_error(b->error, b->d, at, hint, "%s", err ? err->message : "invalid caps");
         g_clear_error(&err);
+        g_free(hint);
         return false;
     }
 
+    // In reel's own spelling, whatever GStreamer names were written.
+    char *text = reel_caps_to_string(&caps);
     reel_element *e = reel_element_new(&reel_capsfilter_class, NULL, &err);
-    if (e && reel_element_set(e, "caps", it->text, &err) < 0)
+    if (e && reel_element_set(e, "caps", text, &err) < 0)
         reel_element_destroy(&e);
+    g_free(text);
     if (!e) {
         reel_parse_error(b->error, b->d, it->span, NULL, "%s", err ? err->message : "bad caps");
         g_clear_error(&err);

@@ -1,6 +1,8 @@
 // Placement: which device each element runs on, and the transfers between
 // them. The request is a contract: an element runs where it was asked, or
-// the report says why not -- and with strict placement that is an error.
+// the report says why not -- and with strict placement that is an error,
+// except for elements that handle only encoded packets (a demuxer, a
+// muxer), which run on the host where the packets are.
 // Where two linked elements sit in different memory, an upload or download
 // is inserted and reported; strict placement refuses that too.
 #include <string.h>
@@ -35,6 +37,22 @@ static bool is_cpu(const reel_device *dev)
     return reel_device_info_of(dev)->backend == REEL_BACKEND_CPU;
 }
 
+static bool template_is_packets(const char *text)
+{
+    reel_caps c;
+    return text && reel_caps_parse(text, &c, NULL, NULL) && c.media == REEL_MEDIA_VIDEO_ENCODED;
+}
+
+// Whether the class handles only encoded packets (a demuxer, a muxer): every
+// pad it has says video/encoded. Packets live in host memory whatever the
+// device, so such an element on the host breaks no placement, strict or
+// not: frames and tensors never pass through it.
+static bool packets_only(const reel_element_class *k)
+{
+    bool in = k->max_inputs != 0, out = k->max_outputs != 0;
+    return (in || out) && (!in || template_is_packets(k->input_caps)) && (!out || template_is_packets(k->output_caps));
+}
+
 static int place_element(reel_pipeline *p, reel_element *e, GError **error)
 {
     const char *want = e->device_request ? e->device_request : p->device;
@@ -49,7 +67,8 @@ static int place_element(reel_pipeline *p, reel_element *e, GError **error)
         e->device = g_strdup(info->spec);
         return 0;
     }
-    if (p->strict_placement) {
+    bool packets = packets_only(e->klass);
+    if (p->strict_placement && !packets) {
         g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
                     "placement=strict: '%s' cannot run on %s (%s): %s has no implementation there", e->name, want,
                     info->name, e->klass->name);
@@ -58,8 +77,10 @@ static int place_element(reel_pipeline *p, reel_element *e, GError **error)
     if (!(e->dev = open_device(p, "cpu", error)))
         return REEL_EINVAL;
     e->device = g_strdup("cpu");
-    e->placement_reason = g_strdup_printf("%s has no implementation for %s; it runs on the cpu", e->klass->name,
-                                          info->spec);
+    e->placement_reason =
+        packets ? g_strdup_printf("host (packets only): %s handles encoded packets, which stay in host memory; no "
+                                  "frame or tensor passes through it", e->klass->name)
+                : g_strdup_printf("%s has no implementation for %s; it runs on the cpu", e->klass->name, info->spec);
     return 0;
 }
 

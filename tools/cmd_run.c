@@ -48,8 +48,11 @@ typedef struct run_state {
 } run_state;
 
 static const char run_usage[] =
-    "usage: reel run [OPTIONS] DESCRIPTION...\n"
+    "usage: reel run [OPTIONS] DESCRIPTION... [OPTIONS]\n"
     "       reel run [OPTIONS] -f FILE\n"
+    "\n"
+    "Options may come before or after the description; after '--' every word is\n"
+    "the description's, even one that starts with '-'.\n"
     "\n"
     "  -f, --file FILE      read the description from FILE ('-' for standard input)\n"
     "  --device SPEC        where every element runs: cpu, auto, vulkan:N, a device name\n"
@@ -187,15 +190,27 @@ static bool parse_int_arg(const char *text, int *out)
     return true;
 }
 
-// Options come first; the rest is the description. Returns the index of the
-// first description word, or -1 on bad usage.
-static int parse_opts(int argc, char **argv, run_opts *o)
+// Whether a word is the description's rather than an option: '-' alone
+// (standard output) and negative numbers (a value after a spaced '=') are.
+static bool is_word(const char *a)
 {
-    int i = 0;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+    return a[0] != '-' || !a[1] || g_ascii_isdigit(a[1]);
+}
+
+// Options and description words in any order, as GNU tools take them; '--'
+// ends the options. The description's words go into `words`. Returns 0, or
+// -1 on bad usage.
+static int parse_opts(int argc, char **argv, run_opts *o, GPtrArray *words)
+{
+    bool options = true;
+    for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         bool has_next = i + 1 < argc;
-        if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && has_next)
+        if (!options || is_word(a))
+            g_ptr_array_add(words, argv[i]);
+        else if (strcmp(a, "--") == 0)
+            options = false;
+        else if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && has_next)
             o->file = argv[++i];
         else if (strcmp(a, "--report") == 0)
             o->report = true;
@@ -222,14 +237,15 @@ static int parse_opts(int argc, char **argv, run_opts *o)
             return -1;
         }
     }
-    return i;
+    g_ptr_array_add(words, NULL);
+    return 0;
 }
 
-static char *read_description(const run_opts *o, int argc, char **argv, char **origin)
+static char *read_description(const run_opts *o, char **words, char **origin)
 {
     if (!o->file) {
         *origin = g_strdup("pipeline");
-        return g_strjoinv(" ", argv);
+        return g_strjoinv(" ", words);
     }
     GError *err = NULL;
     char *text = NULL;
@@ -254,7 +270,6 @@ static char *read_description(const run_opts *o, int argc, char **argv, char **o
         g_free(text);
         return NULL;
     }
-    (void)argc;
     *origin = g_strdup(strcmp(o->file, "-") == 0 ? "stdin" : o->file);
     return text;
 }
@@ -315,15 +330,19 @@ int cmd_run(int argc, char **argv)
         fputs(run_usage, stdout);
         return EXIT_OK;
     }
-    int first = parse_opts(argc, argv, &o);
-    if (first < 0)
+    GPtrArray *words = g_ptr_array_new();
+    if (parse_opts(argc, argv, &o, words) < 0) {
+        g_ptr_array_free(words, TRUE);
         return EXIT_USAGE;
-    if ((o.file != NULL) == (first < argc)) {
+    }
+    if ((o.file != NULL) == (words->len > 1)) {
         fprintf(stderr, "reel run: give a description or -f FILE (one of them)\n\n%s", run_usage);
+        g_ptr_array_free(words, TRUE);
         return EXIT_USAGE;
     }
     char *origin = NULL;
-    char *text = read_description(&o, argc - first, argv + first, &origin);
+    char *text = read_description(&o, (char **)words->pdata, &origin);
+    g_ptr_array_free(words, TRUE);
     if (!text)
         return EXIT_USAGE;
 

@@ -7,8 +7,11 @@
 #include "tools/cli.h"
 
 static const char submit_usage[] =
-    "usage: reel submit [OPTIONS] DESCRIPTION...\n"
+    "usage: reel submit [OPTIONS] DESCRIPTION... [OPTIONS]\n"
     "       reel submit [OPTIONS] -f FILE\n"
+    "\n"
+    "Options may come before or after the description; after '--' every word is\n"
+    "the description's.\n"
     "\n"
     "  --nats URL        the NATS server (default $REEL_NATS_URL, else nats://127.0.0.1:4222)\n"
     "  -f, --file FILE   read the description from FILE\n"
@@ -36,15 +39,22 @@ static bool valid_id(const char *id)
     return true;
 }
 
-// Options may come before or after the description; the other words are
-// the description (none of its words starts with "--").
+// Options may come before or after the description, as GNU tools take
+// them; the other words are the description's, and so is every word after
+// '--'. '-' alone and negative numbers (a value after a spaced '=') are
+// words, not options.
 static int parse_opts(int argc, char **argv, submit_opts *o)
 {
+    bool options = true;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char *eq = v ? strchr(v, '=') : NULL;
-        if (a[0] != '-' || !a[1]) {
+        if (!options || a[0] != '-' || !a[1] || g_ascii_isdigit(a[1])) {
             g_ptr_array_add(o->words, (char *)a);
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            options = false;
             continue;
         }
         if (strcmp(a, "--live") == 0) {

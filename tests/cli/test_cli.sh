@@ -29,6 +29,30 @@ expect 0 'fakesink0: 10 buffers, md5 [0-9a-f]{32}' -- run "testsrc num-buffers=1
 expect 0 'queue0 +queue +cpu +cpu +20 +20' -- run --report "testsrc num-buffers=20 ! queue ! fakesink"
 expect 2 'usage: reel run' -- run
 expect 2 "bad option '--frobnicate'" -- run --frobnicate "testsrc ! fakesink"
+# Options after the description, as GNU tools take them; '--' ends them.
+expect 0 'queue0 +queue +cpu +cpu +20 +20' -- run "testsrc num-buffers=20 ! queue ! fakesink" --report
+expect 0 'queue0 +queue +cpu +cpu +3 +3' -- run --threads 1 testsrc num-buffers=3 ! queue ! fakesink --report
+expect 2 "bad option '--frobnicate'" -- run "testsrc ! fakesink" --frobnicate
+expect 2 "unknown element '--report'" -- run -- "testsrc num-buffers=2 ! fakesink" --report
+expect 0 'done: 4 frames' -- run -- testsrc num-buffers = 4 ! fakesink
+expect 2 'give a description or -f FILE' -- run --report --
+if "$reel" inspect natssink >/dev/null 2>&1; then # submit needs NATS: checked at the end otherwise
+  expect 2 "bad option '--frobnicate'" -- submit "testsrc ! fakesink" --frobnicate
+  expect 2 'give a description or -f FILE' -- submit --live --
+fi
+# Spaces around '=' as gst-launch-1.0 takes them, and GStreamer's caps.
+expect 0 'done: 4 frames' -- run "testsrc num-buffers = 4 ! fakesink"
+expect 0 'done: 27 frames' -- run "testsrc num-buffers= 27 ! fakesink"
+expect 0 'done: 5 frames' -- run "testsrc num-buffers =5 ! fakesink"
+expect 0 'done: 3 frames' -- run --dot "$tmp/gst.dot" \
+  "testsrc num-buffers=3 ! 'video/x-raw, format=(string)RGB, width=(int)320, height=(int)240' ! fakesink"
+if grep -qF '"testsrc0" -> "capsfilter0" [label="video/raw\nformat=rgb24\nwidth=320\nheight=240\n' "$tmp/gst.dot"; then
+  ok
+else
+  bad "GStreamer caps: testsrc0's output"; cat "$tmp/gst.dot"
+fi
+expect 2 "pipeline:1:9: error: unknown property 'num-bufers'" -- run "testsrc num-bufers = 3 ! fakesink"
+expect 2 'hint: .*GStreamer.s GRAY8, RGB' -- run "testsrc ! video/x-raw,format=YUY2 ! fakesink"
 
 # Bad descriptions: exit 2 with position, caret and hint.
 expect 2 "pipeline:1:11: error: unknown element 'fakesnk'" -- run "testsrc ! fakesnk"

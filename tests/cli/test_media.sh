@@ -23,6 +23,20 @@ expect_error() {
   ok
 }
 
+# expect_run CODE PATTERN ARGS...: reel ARGS exits CODE with output matching
+# PATTERN (grep -E).
+expect_run() {
+  local code=$1 pattern=$2 out rc
+  shift 2
+  out=$("$reel" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "reel $*: exit $rc, wanted $code"$'\n'"$out"; return; fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then bad "reel $*: output lacks /$pattern/"$'\n'"$out"; return; fi
+  ok
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
 # needs CLIP: false (and counted as skipped) when make-clips.sh could not make it.
 needs() {
   [ -e "$clips/$1" ] && return 0
@@ -64,6 +78,46 @@ if needs truncated-faststart.mp4; then
   else
     bad "truncated-faststart.mp4: exit $rc, wanted 0 with a source0 warning"$'\n'"$out"
   fi
+fi
+
+# source num-buffers: the first N packets of the stream (over all loops), so
+# N frames, those the first N packets hold (in decode order: with B-frames
+# not always the first N shown); -1 (the default) all of them.
+if needs h264.mp4; then
+  clip=$clips/h264.mp4
+  expect_run 0 'done: 10 frames' run "source location=$clip num-buffers=10 ! decode ! fakesink location=$tmp/ten.txt"
+  expect_run 0 'done: 45 frames' run "source location=$clip num-buffers=-1 ! decode ! fakesink location=$tmp/all.txt"
+  awk '{ print $2, $3 }' "$tmp/all.txt" | sort >"$tmp/all.pts"
+  awk '{ print $2, $3 }' "$tmp/ten.txt" | sort >"$tmp/ten.pts"
+  if [ "$(comm -23 "$tmp/ten.pts" "$tmp/all.pts" | wc -l)" -eq 0 ] && [ "$(head -1 "$tmp/ten.txt")" = "$(head -1 "$tmp/all.txt")" ]; then
+    ok
+  else
+    bad "num-buffers=10: frames the whole decode does not have"; cat "$tmp/ten.txt"
+  fi
+  expect_run 0 'done: 60 frames' run "source location=$clip loop=2 num-buffers=60 ! decode ! fakesink"
+  expect_run 0 'done: 0 frames' run "source location=$clip num-buffers=0 ! decode ! fakesink"
+fi
+
+# Strict placement on a GPU: source and sink handle only packets, which
+# live in host memory, and run on the host without breaking it; an element
+# that handles frames and has no GPU implementation is still refused.
+if ! "$reel" devices 2>/dev/null | grep -q '^vulkan:0 '; then
+  skip_check "strict placement on vulkan:0 (no Vulkan device)"
+elif needs h264.mp4; then
+  clip=$clips/h264.mp4
+  strict=(run --report --placement strict --device vulkan:0)
+  expect_run 0 'source0 +source +vulkan:0 +cpu ' "${strict[@]}" \
+    "source location=$clip ! decode ! preprocess size=32x32 ! metasink location=$tmp/m.jsonl"
+  expect_run 0 'host \(packets only\): source handles encoded packets' "${strict[@]}" \
+    "source location=$clip ! decode ! metasink location=$tmp/m.jsonl"
+  expect_run 0 'decode0 +decode +vulkan:0 +vulkan:0 +45 +45 ' "${strict[@]}" \
+    "source location=$clip ! decode ! metasink location=$tmp/m.jsonl"
+  if [ "$(wc -l <"$tmp/m.jsonl")" -eq 45 ]; then ok; else bad "strict vulkan:0: $(wc -l <"$tmp/m.jsonl") metasink lines, wanted 45"; fi
+  expect_run 0 'sink0 +sink +vulkan:0 +cpu ' "${strict[@]}" "source location=$clip ! sink location=$tmp/copy.mkv"
+  expect_run 1 "placement=strict: 'convert0' cannot run on vulkan:0" "${strict[@]}" \
+    "source location=$clip ! decode ! convert ! fakesink"
+  # Without strict placement, the report says the same.
+  expect_run 0 'host \(packets only\)' run --report --device vulkan:0 "source location=$clip ! fakesink"
 fi
 
 finish

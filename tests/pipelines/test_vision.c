@@ -470,6 +470,55 @@ static void test_batches_give_the_same_results(void **state)
     g_ptr_array_free(runs[1], TRUE);
 }
 
+// A model whose batch dim is fixed at 1 under infer batch=4: four
+// inferences of one frame each, the same results as batch=1, said once.
+static void test_batch_on_a_model_of_batch_one(void **state)
+{
+    (void)state;
+    const char *models = getenv("REEL_TEST_MODELS");
+    GPtrArray *runs[2];
+    for (int batch = 1, r = 0; r < 2; batch = 4, r++) {
+        char *text = g_strdup_printf("testsrc num-buffers=10 pattern=noise ! video/raw,width=40,height=30 "
+                                     "! preprocess size=8x8 ! infer model=%s/conv_silu.onnx batch=%d "
+                                     "! collect_frames",
+                                     models ? models : "models", batch);
+        g_string_truncate(messages, 0);
+        reel_pipeline *p = run_ok(text);
+        reel_pipeline_destroy(&p);
+        g_free(text);
+        const char *note = "conv_silu takes a batch of 1: batch=4 runs one inference per frame (as batch=1 does)";
+        const char *first = strstr(messages->str, note);
+        if (r == 1 && (!first || strstr(first + 1, note)))
+            fail_msg("expected the note once, got:\n%s", messages->str);
+        if (r == 0)
+            assert_null(strstr(messages->str, "takes a batch of 1"));
+        runs[r] = collected;
+        collected = g_ptr_array_new_with_free_func(unref_buffer);
+    }
+    assert_int_equal(runs[0]->len, 10);
+    assert_int_equal(runs[1]->len, 10);
+    for (guint i = 0; i < 10; i++) {
+        assert_int_equal(((reel_buffer *)runs[1]->pdata[i])->frame_number, i);
+        const reel_buffer *x = reel_inference_output(reel_buffer_last_inference(runs[0]->pdata[i]), NULL, 0);
+        const reel_buffer *y = reel_inference_output(reel_buffer_last_inference(runs[1]->pdata[i]), NULL, 0);
+        assert_int_equal(y->format.shape[0], 1);
+        assert_int_equal(x->size, y->size);
+        assert_memory_equal(x->data, y->data, x->size);
+    }
+    g_ptr_array_free(runs[0], TRUE);
+    g_ptr_array_free(runs[1], TRUE);
+
+    // A batch fixed at another size than batch= is still refused.
+    char *text = g_strdup_printf("testsrc num-buffers=1 ! preprocess size=8x8 ! infer model=%s/shape_chain.onnx "
+                                 "batch=3 ! collect_frames",
+                                 models ? models : "models");
+    char *m = run_fails(text);
+    assert_non_null(strstr(m, "batch=3 but model"));
+    assert_non_null(strstr(m, "takes a batch of 2"));
+    g_free(m);
+    g_free(text);
+}
+
 static void test_clear_errors(void **state)
 {
     (void)state;
@@ -530,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_classify_crops_of_detections_cpu),
         cmocka_unit_test(test_classify_crops_of_detections_vulkan),
         cmocka_unit_test(test_batches_give_the_same_results),
+        cmocka_unit_test(test_batch_on_a_model_of_batch_one),
         cmocka_unit_test(test_clear_errors),
         cmocka_unit_test(test_strict_placement_names_the_node),
     };

@@ -5,6 +5,7 @@
 
 #include <cmocka.h>
 
+#include "pipeline/parse.h"
 #include "reel/reel.h"
 #include "tests/support/skip.h"
 
@@ -58,6 +59,76 @@ static void test_errors_point_at_the_field(void **state)
         assert_false(reel_caps_parse(cases[i].text, &c, &off, &err));
         assert_int_equal(off, cases[i].offset);
         assert_non_null(strstr(err->message, cases[i].why));
+        g_error_free(err);
+    }
+}
+
+static void assert_caps(const char *text, const char *canonical)
+{
+    reel_caps c = parse(text);
+    char *s = reel_caps_to_string(&c);
+    if (strcmp(s, canonical) != 0)
+        fail_msg("'%s' reads as '%s', expected '%s'", text, s, canonical);
+    g_free(s);
+}
+
+// GStreamer's spelling reads as reel's own.
+static void test_gstreamer_spelling(void **state)
+{
+    (void)state;
+    assert_caps("video/x-raw", "video/raw");
+    assert_caps("video/x-raw,format=RGB,width=(int)320,height=(i)240,framerate=(fraction)30/1",
+                "video/raw,format=rgb24,width=320,height=240,framerate=30/1");
+    assert_caps("video/x-raw, format=(string)I420", "video/raw,format=yuv420p");
+    assert_caps("video/x-raw,format=NV12|GRAY8|BGR|BGRA|RGBA|Y42B|Y444",
+                "video/raw,format=gray8|bgr24|rgba|bgra|nv12|yuv422p|yuv444p");
+    assert_caps("video/x-raw , width = 64 , height= (int) 48", "video/raw,width=64,height=48");
+    assert_caps("video/x-raw|tensor", "video/raw|tensor");
+    assert_caps("video/x-h264", "video/encoded,codec=h264");
+    assert_caps("video/x-h265,width=(int)1920", "video/encoded,codec=hevc,width=1920");
+    assert_caps("video/x-vp9", "video/encoded,codec=vp9");
+    assert_caps("image/jpeg", "video/encoded,codec=mjpeg");
+    // reel's own names are unchanged, lower case only.
+    assert_caps("video/raw,format=rgb24", "video/raw,format=rgb24");
+    reel_caps c;
+    assert_false(reel_caps_parse("video/raw,format=Rgb24", &c, NULL, NULL));
+}
+
+// What reel cannot take from GStreamer's caps: the field at fault, and a
+// hint in reel's spelling.
+static void test_gstreamer_hints(void **state)
+{
+    (void)state;
+    struct {
+        const char *text;
+        size_t offset;
+        const char *hint; // a part of it; NULL: none
+    } cases[] = {
+        { "video/x-raw,format=YUY2", 12, "rgb24" },
+        { "video/x-raw,format={RGB", 12, "format=rgb24|bgr24" },
+        { "video/x-raw,width=(string)320", 12, "write width=320 (or width=(int)320)" },
+        { "video/x-raw,framerate=(int)30", 12, "write framerate=30/1" },
+        { "video/x-raw,width=[1", 12, "one width" },
+        { "video/x-raw,pixel-aspect-ratio=1/1", 12, "no pixel-aspect-ratio" },
+        { "video/x-h264,stream-format=byte-stream", 13, "no stream-format" },
+        { "video/x-raw(memory:GLMemory)", 0, "memory=device" },
+        { "video/x-h264|video/x-h265", 0, "one codec per caps" },
+        { "vide/raw", 0, "did you mean 'video/raw'?" },
+        { "video/raw,width=3,colour=red", 18, NULL },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        reel_caps c;
+        size_t off = 999;
+        char *hint = (char *)"unset";
+        GError *err = NULL;
+        assert_false(reel_caps_parse_hint(cases[i].text, &c, &off, &hint, &err));
+        assert_non_null(err);
+        if (off != cases[i].offset)
+            fail_msg("'%s': offset %zu, expected %zu", cases[i].text, off, cases[i].offset);
+        if (cases[i].hint ? !hint || !strstr(hint, cases[i].hint) : hint != NULL)
+            fail_msg("'%s': hint '%s', expected '%s'", cases[i].text, hint ? hint : "(none)",
+                     cases[i].hint ? cases[i].hint : "(none)");
+        g_free(hint);
         g_error_free(err);
     }
 }
@@ -117,6 +188,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_errors_point_at_the_field),
+        cmocka_unit_test(test_gstreamer_spelling),
+        cmocka_unit_test(test_gstreamer_hints),
         cmocka_unit_test(test_intersect),
         cmocka_unit_test(test_fixed_and_accepts),
         cmocka_unit_test(test_pixfmt_geometry),

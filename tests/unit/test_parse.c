@@ -206,6 +206,77 @@ static void describe_comments_and_lines(void **state)
     reel_parse_description_free(&d);
 }
 
+// Whitespace around '=' as gst-launch-1.0 takes it; spans still point at
+// the key and the value as written.
+static void describe_spaces_around_equals(void **state)
+{
+    (void)state;
+    reel_init();
+    reel_parse_description *d = describe_ok("testsrc num-buffers = 4 ! fakesink");
+    const reel_parse_item *a = item(d, 0, 0);
+    assert_int_equal(a->n_props, 1);
+    assert_string_equal(a->props[0].key, "num-buffers");
+    assert_string_equal(a->props[0].value, "4");
+    assert_span(a->props[0].key_span, 8, 11);
+    assert_span(a->props[0].value_span, 22, 1);
+    assert_string_equal(item(d, 0, 1)->text, "fakesink");
+    reel_parse_description_free(&d);
+
+    d = describe_ok("testsrc num-buffers= 27 pattern =bars is-live\t=\n  true ! fakesink location = \"a b\"");
+    a = item(d, 0, 0);
+    assert_int_equal(a->n_props, 3);
+    assert_string_equal(a->props[0].value, "27");
+    assert_span(a->props[0].value_span, 21, 2);
+    assert_string_equal(a->props[1].key, "pattern");
+    assert_span(a->props[1].key_span, 24, 7);
+    assert_string_equal(a->props[1].value, "bars");
+    assert_span(a->props[1].value_span, 33, 4);
+    assert_string_equal(a->props[2].key, "is-live");
+    assert_string_equal(a->props[2].value, "true");
+    assert_string_equal(item(d, 0, 1)->props[0].value, "a b");
+    reel_parse_description_free(&d);
+
+    // Settings before the first element too.
+    d = describe_ok("device = cpu placement= prefer testsrc ! fakesink");
+    assert_int_equal(d->n_settings, 2);
+    assert_string_equal(d->settings[0].key, "device");
+    assert_string_equal(d->settings[0].value, "cpu");
+    assert_string_equal(d->settings[1].value, "prefer");
+    assert_string_equal(item(d, 0, 0)->text, "testsrc");
+    reel_parse_description_free(&d);
+}
+
+// GStreamer's caps: video/x-raw, typed values, upper-case formats, spaces
+// after ',' and around '=', and caps in quotes.
+static void describe_gstreamer_caps(void **state)
+{
+    (void)state;
+    reel_init();
+    reel_parse_description *d = describe_ok("testsrc ! video/x-raw, width = 320,height= (int)240 ! fakesink");
+    const reel_parse_item *c = item(d, 0, 1);
+    assert_int_equal(c->kind, REEL_PARSE_CAPS);
+    assert_string_equal(c->text, "video/x-raw,width=320,height=(int)240");
+    assert_int_equal(c->caps_pos[12], 23);                 // 'w' of width
+    assert_int_equal(c->caps_pos[18], 31);                 // '3' of 320
+    assert_int_equal(c->caps_pos[strlen(c->text)], 51);    // the end, before " ! fakesink"
+    assert_string_equal(item(d, 0, 2)->text, "fakesink");
+    reel_parse_description_free(&d);
+
+    d = describe_ok("testsrc ! 'video/x-raw, format=(string)RGB, width=(int)320' ! fakesink");
+    c = item(d, 0, 1);
+    assert_int_equal(c->kind, REEL_PARSE_CAPS);
+    assert_string_equal(c->text, "video/x-raw,format=(string)RGB,width=(int)320");
+    assert_span(c->span, 10, 49);
+    assert_int_equal(c->caps_pos[0], 11);
+    assert_int_equal(c->caps_pos[12], 24);                 // 'f' of format, past the space
+    assert_int_equal(c->caps_pos[strlen(c->text)], 58);    // the closing quote
+    reel_parse_description_free(&d);
+
+    d = describe_ok("testsrc ! \"video/x-raw,format=I420\" ! fakesink");
+    assert_string_equal(item(d, 0, 1)->text, "video/x-raw,format=I420");
+    reel_parse_description_free(&d);
+}
+
 static void describe_references(void **state)
 {
     (void)state;
@@ -407,11 +478,10 @@ static const error_case syntax_cases[] = {
       "    |         ^", NULL },
     { "testsrc num-buffers=", "pipeline:1:9: error: missing value for property 'num-buffers'",
       "    |         ^~~~~~~~~~~~", NULL },
-    { "testsrc num-buffers= 5 ! fakesink",
-      "pipeline:1:9: error: missing value for property 'num-buffers'", "    |         ^~~~~~~~~~~~",
-      "hint: no spaces are allowed after '='" },
-    { "testsrc num-buffers =5", "pipeline:1:21: error: unexpected '='",
-      "    |                     ^", "hint: write key=value with no spaces around '='" },
+    { "testsrc num-buffers = ! fakesink",
+      "pipeline:1:9: error: missing value for property 'num-buffers'", "    |         ^~~~~~~~~~~~~", NULL },
+    { "testsrc ! =5", "pipeline:1:11: error: unexpected '='", "    |           ^",
+      "hint: a property is written key=value after its element's class name" },
     { "fakesink location='a b ! identity",
       "pipeline:1:19: error: unterminated quoted value: no closing '", "    |                   ^",
       NULL },
@@ -574,11 +644,13 @@ static void launch_link_errors(void **state)
 // The caret is under the offending field, even past whitespace and lines.
 static const error_case caps_cases[] = {
     { "testsrc ! video/raw,format=rgb25 ! fakesink", "pipeline:1:21: error: ",
-      "    |                     ^~~~~~~~~~~~", NULL },
+      "    |                     ^~~~~~~~~~~~",
+      "hint: reel's pixel formats: gray8, rgb24, bgr24, rgba, bgra, yuv420p, yuvj420p, nv12, yuv422p, yuv444p "
+      "(GStreamer's GRAY8, RGB, BGR, RGBA, BGRA, I420, NV12, Y42B, Y444 are accepted too)" },
     { "testsrc ! video/raw, format=rgb24,\n    width=abc ! fakesink", "pipeline:2:5: error: ",
       "    |     ^~~~~~~~~", NULL },
     { "testsrc ! vidoe/raw ! fakesink", "pipeline:1:11: error: ", "    |           ^~~~~~~~~",
-      NULL },
+      "hint: did you mean 'video/raw'?" },
 };
 
 static void launch_bad_caps(void **state)
@@ -588,6 +660,90 @@ static void launch_bad_caps(void **state)
     run_cases(caps_cases, G_N_ELEMENTS(caps_cases), true);
 }
 
+// Mistakes in spaced properties point at the right column.
+static const error_case spaced_cases[] = {
+    { "testsrc num-bufers = 3 ! fakesink",
+      "pipeline:1:9: error: unknown property 'num-bufers' of element 'testsrc'",
+      "    |         ^~~~~~~~~~", "hint: did you mean 'num-buffers'?" },
+    { "testsrc num-buffers = ten ! fakesink", "pipeline:1:23: error: ", "    |                       ^~~", NULL },
+    { "testsrc num-buffers =", "pipeline:1:9: error: missing value for property 'num-buffers'",
+      "    |         ^~~~~~~~~~~~~", NULL },
+    { "queue max-size = 2 max-size= 3", "pipeline:1:20: error: property 'max-size' is set twice",
+      "    |                    ^~~~~~~~", "hint: first set at 1:7" },
+};
+
+static void launch_spaces_around_equals(void **state)
+{
+    (void)state;
+    reel_init();
+    reel_pipeline *p = launch_ok("testsrc num-buffers = 4 ! queue max-size =3 ! fakesink name= out");
+    assert_prop(p, "testsrc0", "num-buffers", "4");
+    assert_prop(p, "queue0", "max-size", "3");
+    assert_non_null(reel_pipeline_find(p, "out"));
+    GError *err = NULL;
+    assert_int_equal(reel_pipeline_run(p, &err), 0);
+    reel_pipeline_destroy(&p);
+    run_cases(spaced_cases, G_N_ELEMENTS(spaced_cases), true);
+}
+
+static const error_case gst_caps_cases[] = {
+    { "testsrc ! 'video/x-raw, format=YUY2' ! fakesink", "pipeline:1:25: error: ",
+      "    |                         ^~~~~~~~~~~",
+      "hint: reel's pixel formats: gray8, rgb24, bgr24, rgba, bgra, yuv420p, yuvj420p, nv12, yuv422p, yuv444p "
+      "(GStreamer's GRAY8, RGB, BGR, RGBA, BGRA, I420, NV12, Y42B, Y444 are accepted too)" },
+    { "testsrc ! 'video/x-raw(memory:GLMemory)' ! fakesink", "pipeline:1:12: error: ",
+      "    |            ^" "~~~~~~~~~~~~~~~~~~~~~~~~~~~",
+      "hint: reel says where frames live with a field: video/raw,memory=device (or host)" },
+    { "testsrc ! video/x-raw,width=(string)320 ! fakesink", "pipeline:1:23: error: ",
+      "    |                       ^~~~~~~~~~~~~~~~~", "hint: write width=320 (or width=(int)320)" },
+    { "testsrc ! video/x-raw,format={RGB,BGR} ! fakesink", "pipeline:1:23: error: ",
+      "    |                       ^~~~~~~~~~~", "hint: write several formats as format=rgb24|bgr24" },
+    { "testsrc ! video/x-raw,width=[16,320] ! fakesink", "pipeline:1:23: error: ",
+      "    |                       ^~~~~~~~~", "hint: reel's caps take one width, e.g. width=320 (leave it out for any)" },
+    { "source ! video/x-h264,stream-format=byte-stream ! fakesink", "pipeline:1:23: error: ",
+      "    |                       ^~~~~~~~~~~~~~~~~~~~~~~~~",
+      "hint: reel's caps have no stream-format: leave it out (the fields are format, width, height, framerate, "
+      "codec, dtype, shape, memory)" },
+    { "testsrc ! audio/x-raw ! fakesink", "pipeline:1:11: error: ", "    |           ^~~~~~~~~~~",
+      "hint: reel's media types: video/raw (or video/x-raw), video/encoded,codec=NAME (or video/x-h264, "
+      "video/x-h265, video/x-vp8, video/x-vp9, video/x-av1, video/x-theora, image/jpeg, image/png), tensor and any" },
+};
+
+static const error_case quoted_item_cases[] = {
+    { "testsrc ! 'fakesink' ! fakesink", "pipeline:1:11: error: quoted text is not caps",
+      "    |           ^~~~~~~~~~",
+      "hint: only caps stand quoted on their own, e.g. 'video/raw,width=320'; a quoted value follows its "
+      "property's '='" },
+    { "testsrc ! 'video/raw'x ! fakesink", "pipeline:1:22: error: unexpected character 'x'",
+      "    |                      ^", "hint: quote the whole caps" },
+    { "testsrc ! 'video/raw ! fakesink", "pipeline:1:11: error: unterminated quoted value: no closing '",
+      "    |           ^", NULL },
+};
+
+static void launch_gstreamer_caps(void **state)
+{
+    (void)state;
+    reel_init();
+    reel_pipeline *p = launch_ok("testsrc num-buffers=2 framerate=25 ! 'video/x-raw, format=(string)I420, "
+                                 "width=(int)64, height=(int)48, framerate=(fraction)25/1' ! fakesink");
+    // The caps filter holds reel's spelling.
+    assert_prop(p, "capsfilter0", "caps", "video/raw,format=yuv420p,width=64,height=48,framerate=25/1");
+    GError *err = NULL;
+    if (reel_pipeline_prepare(p, &err) != 0)
+        fail_msg("%s", err->message);
+    char *f = reel_caps_to_string(reel_element_output_format(reel_pipeline_find(p, "testsrc0"), 0));
+    assert_string_equal(f, "video/raw,format=yuv420p,width=64,height=48,framerate=25/1,memory=host");
+    g_free(f);
+    reel_pipeline_destroy(&p);
+
+    p = launch_ok("testsrc num-buffers=2 ! video/x-raw,format=RGB|GRAY8 , width = 32,height=(int)24 ! fakesink");
+    assert_prop(p, "capsfilter0", "caps", "video/raw,format=gray8|rgb24,width=32,height=24");
+    reel_pipeline_destroy(&p);
+
+    run_cases(gst_caps_cases, G_N_ELEMENTS(gst_caps_cases), true);
+    run_cases(quoted_item_cases, G_N_ELEMENTS(quoted_item_cases), false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +751,8 @@ int main(void)
         cmocka_unit_test(describe_props),
         cmocka_unit_test(describe_quotes),
         cmocka_unit_test(describe_comments_and_lines),
+        cmocka_unit_test(describe_spaces_around_equals),
+        cmocka_unit_test(describe_gstreamer_caps),
         cmocka_unit_test(describe_references),
         cmocka_unit_test(describe_caps),
         cmocka_unit_test(error_format),
@@ -610,6 +768,8 @@ int main(void)
         cmocka_unit_test(launch_link_errors),
         cmocka_unit_test(launch_error_on_a_long_line),
         cmocka_unit_test(launch_bad_caps),
+        cmocka_unit_test(launch_spaces_around_equals),
+        cmocka_unit_test(launch_gstreamer_caps),
     };
     return reel_run_tests(tests, NULL, NULL);
 }
