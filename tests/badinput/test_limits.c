@@ -13,6 +13,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 static void expect_frame(int w, int h, int code, const char *text)
 {
@@ -90,17 +91,6 @@ static void run_ok(reel_pipeline *p)
         fail_msg("run failed: %s", err->message);
 }
 
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[16];
-    int n = reel_pipeline_report(p, r, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
-}
-
 // 64x64 rgb24 frames are 12352 bytes (rows of 192, tail padding): a bound of
 // 30000 holds three, where max-size alone would let 64 pile up.
 #define FRAMES "testsrc num-buffers=200 ! video/raw,format=rgb24,width=64,height=64 "
@@ -118,8 +108,8 @@ static void test_queue_max_bytes_backpressure(void **state)
     // one pushed past each full link.
     assert_true(peak > 0);
     assert_true(peak <= 8 + 3 + 8 + 4 + 3);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 200);
-    assert_int_equal(report_of(p, "queue0").dropped, 0);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 200);
+    assert_int_equal(reel_test_report_of(p, "queue0").dropped, 0);
     reel_pipeline_destroy(&p);
 }
 
@@ -129,7 +119,7 @@ static void test_queue_max_bytes_leaky(void **state)
     reel_pipeline *p = build(FRAMES "! queue max-size=1000 max-bytes=30000 leaky=downstream ! fakesink delay-us=500",
                              NULL);
     run_ok(p);
-    reel_element_report q = report_of(p, "queue0"), sink = report_of(p, "fakesink0");
+    reel_element_report q = reel_test_report_of(p, "queue0"), sink = reel_test_report_of(p, "fakesink0");
     // 200 frames fit max-size=1000: every drop is the byte bound's.
     assert_true(q.dropped > 0);
     assert_int_equal(q.dropped + q.buffers_in, 200);
@@ -143,7 +133,7 @@ static void test_pipeline_queue_max_bytes(void **state)
     // A bound below one buffer still passes buffers, one at a time.
     reel_pipeline *p = build(FRAMES "! identity ! fakesink", "1");
     run_ok(p);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 200);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 200);
     GError *err = NULL;
     reel_pipeline *q = reel_pipeline_new(NULL);
     assert_int_equal(reel_pipeline_set(q, "queue-max-bytes", "0", &err), REEL_EINVAL);
@@ -194,7 +184,7 @@ static void test_description_queue_max_bytes(void **state)
     assert_true(peak > 0);
     if (peak > BOUND_30000_PEAK)
         fail_msg("peak of %ld live buffers with queue-max-bytes=30000, at most %d expected", peak, BOUND_30000_PEAK);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 200);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 200);
     reel_pipeline_destroy(&p);
 }
 
@@ -213,7 +203,7 @@ static void test_queue_bytes_from_the_environment(void **state)
     if (peak > BOUND_30000_PEAK)
         fail_msg("peak of %ld live buffers under REEL_MAX_QUEUE_BYTES=30000, at most %d expected", peak,
                  BOUND_30000_PEAK);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 200);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 200);
     reel_pipeline_destroy(&p);
 }
 

@@ -11,6 +11,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 #define W 64
 #define H 48
@@ -23,20 +24,6 @@ static reel_pipeline *build(const char *text)
     if (!p)
         fail_msg("%s", err->message);
     return p;
-}
-
-static void start_ok(reel_pipeline *p)
-{
-    GError *err = NULL;
-    if (reel_pipeline_start(p, &err) != 0)
-        fail_msg("start failed: %s", err->message);
-}
-
-static void wait_ok(reel_pipeline *p)
-{
-    GError *err = NULL;
-    if (reel_pipeline_wait(p, &err) != 0)
-        fail_msg("run failed: %s", err->message);
 }
 
 // The pixel frame i has at (x, y), channel c: every frame and position differs.
@@ -106,7 +93,7 @@ static long push_and_pull(const char *text, int n, unsigned pull_delay_us)
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
     assert_non_null(in);
     assert_non_null(out);
-    start_ok(p);
+    reel_test_start(p);
     reel_buffer_reset_peak();
     pusher ps = { .src = in, .n = n };
     GThread *t = g_thread_new("pusher", push_main, &ps);
@@ -126,7 +113,7 @@ static long push_and_pull(const char *text, int n, unsigned pull_delay_us)
     g_thread_join(t);
     assert_int_equal(ps.rc, 0);
     assert_int_equal(got, n);
-    wait_ok(p);
+    reel_test_wait(p);
     long peak = reel_buffer_get_stats().peak_live - live0;
     reel_pipeline_destroy(&p);
     assert_int_equal(reel_buffer_get_stats().live, live0);
@@ -178,11 +165,11 @@ static void test_callback(void **state)
     collected c = { .in_order = true };
     g_mutex_init(&c.lock);
     reel_appsink_set_callback(out, on_buffer, &c);
-    start_ok(p);
+    reel_test_start(p);
     pusher ps = { .src = in, .n = 50 };
     push_main(&ps); // the callback never waits: one thread can push everything
     assert_int_equal(ps.rc, 0);
-    wait_ok(p);
+    reel_test_wait(p);
     assert_int_equal(c.count, 50);
     assert_true(c.in_order);
     assert_null(reel_appsink_pull(out, 0)); // nothing was queued
@@ -195,7 +182,7 @@ static void test_wrong_format_is_an_error(void **state)
     (void)state;
     reel_pipeline *p = build("appsrc name=in caps=" CAPS " ! appsink name=out");
     reel_element *in = reel_pipeline_find(p, "in");
-    start_ok(p);
+    reel_test_start(p);
     reel_caps f;
     const char *wrong = "video/raw,format=rgb24,width=32,height=32,framerate=30/1,memory=host";
     assert_true(reel_caps_parse(wrong, &f, NULL, NULL));
@@ -217,11 +204,11 @@ static void test_drop_oldest(void **state)
     (void)state;
     reel_pipeline *p = build("appsrc name=in caps=" CAPS " ! appsink name=out max-buffers=2 drop=true");
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     pusher ps = { .src = in, .n = 30 };
     push_main(&ps);
     assert_int_equal(ps.rc, 0);
-    wait_ok(p);
+    reel_test_wait(p);
     // The run is over; the last two frames still wait to be pulled.
     for (int64_t i = 28; i < 30; i++) {
         reel_buffer *b = reel_appsink_pull(out, 0);
@@ -240,7 +227,7 @@ static void test_no_block(void **state)
     (void)state;
     reel_pipeline *p = build("appsrc name=in block=false max-buffers=1 caps=" CAPS " ! appsink name=out max-buffers=1");
     reel_element *in = reel_pipeline_find(p, "in");
-    start_ok(p);
+    reel_test_start(p);
     int rc = 0;
     for (int i = 0; i < 1000 && rc == 0; i++)
         rc = reel_appsrc_push(in, make_frame(in, i));
@@ -279,23 +266,12 @@ static bool thread_asleep(const char *name)
     return asleep;
 }
 
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[16];
-    int n = reel_pipeline_report(p, r, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
-}
-
 // Waits, up to a minute, until thread `name` sleeps and, when `sink` is
 // given, that appsink has taken in at least `taken` buffers.
 static void wait_until_asleep(const char *name, reel_pipeline *p, const char *sink, int64_t taken)
 {
     int64_t deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-    while (!(sink == NULL || report_of(p, sink).buffers_in >= taken) || !thread_asleep(name)) {
+    while (!(sink == NULL || reel_test_report_of(p, sink).buffers_in >= taken) || !thread_asleep(name)) {
         if (g_get_monotonic_time() > deadline)
             fail_msg("thread %s was not waiting after 60 s", name);
         g_usleep(1000);
@@ -309,7 +285,7 @@ static void test_stop_wakes_the_application(void **state)
     (void)state;
     reel_pipeline *p = build("appsrc name=in max-buffers=1 caps=" CAPS " ! appsink name=out max-buffers=1");
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     pusher ps = { .src = in, .n = 1000 };
     GThread *t = g_thread_new("pusher", push_main, &ps);
     // The appsink holds one and waits with a second (max-buffers=1, nobody
@@ -323,7 +299,7 @@ static void test_stop_wakes_the_application(void **state)
     assert_int_equal(reel_pipeline_wait(p, NULL), REEL_ESTOPPED);
 
     // Again, with the application waiting in pull.
-    start_ok(p);
+    reel_test_start(p);
     t = g_thread_new("puller", pull_main, out);
     wait_until_asleep("puller", p, NULL, 0); // in its pull: nothing comes
     reel_pipeline_abort(p);
@@ -338,12 +314,12 @@ static void test_send_eos_ends_appsrc(void **state)
 {
     (void)state;
     reel_pipeline *p = build("appsrc name=in caps=" CAPS " ! appsink name=out");
-    start_ok(p);
+    reel_test_start(p);
     // appsrc runs on a thread of its own, named after the element: asleep,
     // it waits for the application.
     wait_until_asleep("in", p, NULL, 0);
     reel_pipeline_send_eos(p);
-    wait_ok(p);
+    reel_test_wait(p);
     assert_true(reel_appsink_is_eos(reel_pipeline_find(p, "out")));
     reel_pipeline_destroy(&p);
 }

@@ -14,6 +14,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 #define W 64
 #define H 48
@@ -28,17 +29,6 @@ static reel_pipeline *start(const char *text)
     if (!p || reel_pipeline_start(p, &err) != 0)
         fail_msg("%s: %s", text, err->message);
     return p;
-}
-
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[16];
-    int n = reel_pipeline_report(p, r, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
 }
 
 // Frame i: every byte differs from frame to frame.
@@ -102,7 +92,7 @@ static void test_batch_releases_a_partial_group(void **state)
     reel_pipeline *p = start(text);
     GPtrArray *got = g_ptr_array_new_with_free_func(unref_buffer);
     partial_group_goes_on(p, got, true);
-    assert_int_equal(report_of(p, "batch0").buffers_out, 2);
+    assert_int_equal(reel_test_report_of(p, "batch0").buffers_out, 2);
     g_ptr_array_free(got, TRUE);
     reel_pipeline_destroy(&p);
     g_free(text);

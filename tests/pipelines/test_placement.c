@@ -13,6 +13,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 enum { FRAMES = 12, FRAME_BYTES = 64 * 48 * 3 };
 
@@ -36,17 +37,6 @@ static reel_pipeline *build(const char *text)
     if (!p)
         fail_msg("%s", err->message);
     return p;
-}
-
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[32];
-    int n = reel_pipeline_report(p, r, 32);
-    for (int i = 0; i < n && i < 32; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
 }
 
 static int64_t total(reel_pipeline *p, bool to_device)
@@ -74,13 +64,13 @@ static void test_one_crossing_each_way_is_counted_exactly(void **state)
 {
     (void)state;
     reel_pipeline *p = run_ok(SRC " ! identity device=vulkan:0 ! fakesink");
-    reel_element_report up = report_of(p, "upload0"), down = report_of(p, "download0");
+    reel_element_report up = reel_test_report_of(p, "upload0"), down = reel_test_report_of(p, "download0");
     assert_int_equal(up.bytes_to_device, FRAMES * FRAME_BYTES);
     assert_int_equal(up.bytes_to_host, 0);
     assert_int_equal(down.bytes_to_host, FRAMES * FRAME_BYTES);
     assert_int_equal(total(p, true), FRAMES * FRAME_BYTES);
     assert_int_equal(total(p, false), FRAMES * FRAME_BYTES);
-    assert_string_equal(report_of(p, "identity0").device, "vulkan:0");
+    assert_string_equal(reel_test_report_of(p, "identity0").device, "vulkan:0");
     assert_non_null(strstr(up.reason, "inserted: 'capsfilter0' on cpu feeds 'identity0' on vulkan:0"));
     reel_pipeline_destroy(&p);
 }
@@ -114,7 +104,7 @@ static void test_one_device_moves_nothing(void **state)
     // Two neighbours on the device: one upload, one download, nothing between.
     p = run_ok(SRC " ! identity device=vulkan:0 ! queue device=vulkan:0 ! fakesink");
     assert_int_equal(total(p, true), FRAMES * FRAME_BYTES);
-    assert_int_equal(report_of(p, "queue0").bytes_to_device + report_of(p, "queue0").bytes_to_host, 0);
+    assert_int_equal(reel_test_report_of(p, "queue0").bytes_to_device + reel_test_report_of(p, "queue0").bytes_to_host, 0);
     reel_pipeline_destroy(&p);
 }
 
@@ -233,7 +223,7 @@ static void test_trace_has_a_span_per_dispatch(void **state)
     assert_non_null(p);
     if (reel_pipeline_run(p, &err) != 0)
         fail_msg("%s", err->message);
-    assert_string_equal(report_of(p, "test-fill0").device, "vulkan:0");
+    assert_string_equal(reel_test_report_of(p, "test-fill0").device, "vulkan:0");
     assert_int_equal(reel_pipeline_write_trace(p, path, &err), 0);
     char *text = NULL;
     assert_true(g_file_get_contents(path, &text, NULL, NULL));

@@ -17,6 +17,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 #define W 200
 #define H 100
@@ -69,20 +70,6 @@ static reel_pipeline *build(const char *text, int queue_size)
     return p;
 }
 
-static void start_ok(reel_pipeline *p)
-{
-    GError *err = NULL;
-    if (reel_pipeline_start(p, &err) != 0)
-        fail_msg("start failed: %s", err->message);
-}
-
-static void wait_ok(reel_pipeline *p)
-{
-    GError *err = NULL;
-    if (reel_pipeline_wait(p, &err) != 0)
-        fail_msg("run failed: %s", err->message);
-}
-
 static void set_ok(reel_pipeline *p, const char *element, const char *prop, const char *value)
 {
     GError *err = NULL;
@@ -130,29 +117,18 @@ static int detections_of(const reel_buffer *b)
     return d->n;
 }
 
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[16];
-    int n = reel_pipeline_report(p, r, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
-}
-
 // Waits until element `name` has pushed at least `n` buffers.
 static void wait_pushed(reel_pipeline *p, const char *name, int64_t n)
 {
     int64_t deadline = g_get_monotonic_time() + DEADLINE_US;
-    while (report_of(p, name).buffers_out < n) {
+    while (reel_test_report_of(p, name).buffers_out < n) {
         if (g_get_monotonic_time() > deadline) {
             reel_element_report r[16];
             int k = reel_pipeline_report(p, r, 16);
             for (int i = 0; i < k && i < 16; i++)
                 print_message("%s: in %lld, out %lld, dropped %lld\n", r[i].name, (long long)r[i].buffers_in,
                               (long long)r[i].buffers_out, (long long)r[i].dropped);
-            fail_msg("%s pushed %lld of %lld buffers in 60 s", name, (long long)report_of(p, name).buffers_out,
+            fail_msg("%s pushed %lld of %lld buffers in 60 s", name, (long long)reel_test_report_of(p, name).buffers_out,
                      (long long)n);
         }
         g_usleep(1000);
@@ -204,7 +180,7 @@ static void test_detect_threshold_from_an_exact_frame(void **state)
                              "threshold=0.5 ! appsink name=out max-buffers=64",
                              0);
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     enum { N = 12 };
     static const struct {
         const char *prop, *value;
@@ -230,7 +206,7 @@ static void test_detect_threshold_from_an_exact_frame(void **state)
     assert_int_equal(reel_appsrc_end(in), 0);
     assert_null(reel_appsink_pull(out, DEADLINE_US));
     assert_true(reel_appsink_is_eos(out));
-    wait_ok(p);
+    reel_test_wait(p);
     char *v = get(p, "detect0", "threshold");
     assert_string_equal(v, "0.7");
     g_free(v);
@@ -246,7 +222,7 @@ static void test_change_applies_to_the_next_frame(void **state)
                              "! appsink name=out max-buffers=64",
                              0);
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     for (int64_t i = 0; i < 20; i++) {
         // Alternately 0.3 and 0.5, each set before the frame is pushed.
         set_ok(p, "detect0", "threshold", i % 2 ? "0.5" : "0.3");
@@ -256,7 +232,7 @@ static void test_change_applies_to_the_next_frame(void **state)
         reel_buffer_unref(&b);
     }
     reel_appsrc_end(in);
-    wait_ok(p);
+    reel_test_wait(p);
     reel_pipeline_destroy(&p);
 }
 
@@ -269,7 +245,7 @@ static void test_classify_top_k_mid_run(void **state)
                              "! appsink name=out max-buffers=64",
                              0);
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     static const char *ks[] = { "1", "3", "2" };
     for (int k = 0; k < 3; k++) {
         if (k)
@@ -284,7 +260,7 @@ static void test_classify_top_k_mid_run(void **state)
         }
     }
     reel_appsrc_end(in);
-    wait_ok(p);
+    reel_test_wait(p);
     reel_pipeline_destroy(&p);
 }
 
@@ -298,7 +274,7 @@ static void test_refusals_while_running(void **state)
                              "! appsink name=out",
                              0);
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     set_fails(p, "detect0", "decoder", "ssd",
               (const char *[]){ "cannot change property 'decoder' of 'detect0' while the pipeline runs",
                                 "reel inspect detect", NULL });
@@ -327,7 +303,7 @@ static void test_refusals_while_running(void **state)
         reel_buffer_unref(&b);
     }
     reel_appsrc_end(in);
-    wait_ok(p);
+    reel_test_wait(p);
     GError *err = NULL;
     assert_int_equal(reel_pipeline_set_property(p, "detect0", "decoder", "yolov5", &err), 0);
     v = get(p, "detect0", "decoder");
@@ -348,7 +324,7 @@ static void test_queue_bound_mid_run(void **state)
                              1);
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out"),
                  *q = reel_pipeline_find(p, "q");
-    start_ok(p);
+    reel_test_start(p);
     // Frame 0 waits in the appsink's queue, frame 1 in its process (the
     // queue is full), frame 2 on the link after the queue: from then on the
     // queue cannot run and its input link holds what comes.
@@ -357,7 +333,7 @@ static void test_queue_bound_mid_run(void **state)
         wait_pushed(p, "q", i + 1);
     }
     int64_t deadline = g_get_monotonic_time() + DEADLINE_US;
-    while (report_of(p, "out").buffers_in < 2) {
+    while (reel_test_report_of(p, "out").buffers_in < 2) {
         if (g_get_monotonic_time() > deadline)
             fail_msg("the appsink did not take two frames in 60 s");
         g_usleep(1000);
@@ -393,7 +369,7 @@ static void test_queue_bound_mid_run(void **state)
     assert_int_equal(reel_element_input_dropped(q, 0), 12);
     reel_appsrc_end(in);
     assert_null(reel_appsink_pull(out, DEADLINE_US));
-    wait_ok(p);
+    reel_test_wait(p);
     reel_pipeline_destroy(&p);
 }
 
@@ -430,7 +406,7 @@ static void test_rate_fps_mid_run(void **state)
                              "! appsink name=out max-buffers=64",
                              0);
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     static const struct {
         const char *fps;
         int64_t from, to;             // frames pushed
@@ -452,9 +428,9 @@ static void test_rate_fps_mid_run(void **state)
     reel_appsrc_end(in);
     assert_null(reel_appsink_pull(out, DEADLINE_US));
     assert_true(reel_appsink_is_eos(out));
-    wait_ok(p);
-    assert_int_equal(report_of(p, "r").buffers_in, 69);
-    assert_int_equal(report_of(p, "out").buffers_in, 24);
+    reel_test_wait(p);
+    assert_int_equal(reel_test_report_of(p, "r").buffers_in, 69);
+    assert_int_equal(reel_test_report_of(p, "out").buffers_in, 24);
     reel_pipeline_destroy(&p);
 }
 
@@ -465,10 +441,10 @@ static void test_rate_fps_zero_refused(void **state)
     (void)state;
     reel_pipeline *p = build("appsrc name=in caps=" CAPS " ! rate name=r ! appsink name=out", 0);
     set_fails(p, "r", "fps", "0", (const char *[]){ "'fps' of 'r'", "above 0", NULL });
-    start_ok(p);
+    reel_test_start(p);
     set_fails(p, "r", "fps", "0/1", (const char *[]){ "'fps' of 'r'", "above 0", NULL });
     reel_appsrc_end(reel_pipeline_find(p, "in"));
-    wait_ok(p);
+    reel_test_wait(p);
     reel_pipeline_destroy(&p);
 }
 
@@ -520,7 +496,7 @@ static void test_changes_while_frames_flow(void **state)
                              "! overlay name=o ! appsink name=out",
                              0);
     reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
-    start_ok(p);
+    reel_test_start(p);
     enum { N = 3000 };
     setter s = { .p = p, .failed = -1 };
     atomic_init(&s.rounds, 0);
@@ -550,8 +526,8 @@ static void test_changes_while_frames_flow(void **state)
     reel_appsrc_end(in);
     assert_null(reel_appsink_pull(out, DEADLINE_US));
     assert_true(reel_appsink_is_eos(out));
-    wait_ok(p);
-    assert_int_equal(report_of(p, "out").buffers_in, N);
+    reel_test_wait(p);
+    assert_int_equal(reel_test_report_of(p, "out").buffers_in, N);
     assert_int_equal(reel_element_input_dropped(reel_pipeline_find(p, "q"), 0), 0);
     // Changes still queued when the run ended were stored then.
     char *v = get(p, "d", "threshold");

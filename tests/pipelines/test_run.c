@@ -12,6 +12,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 // Messages seen during a run.
 typedef struct seen {
@@ -57,17 +58,6 @@ static reel_pipeline *build(const char *text, seen *s, int threads)
     return p;
 }
 
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[64];
-    int n = reel_pipeline_report(p, r, 64);
-    for (int i = 0; i < n; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
-}
-
 static void run_ok(reel_pipeline *p)
 {
     GError *err = NULL;
@@ -80,7 +70,7 @@ static void run_ok(reel_pipeline *p)
 static void wait_for_buffers(reel_pipeline *p, const char *name, int64_t n)
 {
     int64_t deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-    while (report_of(p, name).buffers_in < n) {
+    while (reel_test_report_of(p, name).buffers_in < n) {
         if (g_get_monotonic_time() > deadline)
             fail_msg("%s took in fewer than %lld buffers in 60 s", name, (long long)n);
         g_usleep(1000);
@@ -95,13 +85,13 @@ static void test_runs_to_eos(void **state)
     seen_init(&s);
     reel_pipeline *p = build("testsrc num-buffers=50 ! video/raw,width=64,height=48 ! fakesink", &s, 2);
     run_ok(p);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 50);
-    assert_int_equal(report_of(p, "testsrc0").buffers_out, 50);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 50);
+    assert_int_equal(reel_test_report_of(p, "testsrc0").buffers_out, 50);
     assert_int_equal(s.counts[REEL_MESSAGE_EOS], 1);
     assert_int_equal(s.counts[REEL_MESSAGE_ERROR], 0);
     // Running again starts from the beginning.
     run_ok(p);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 50);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 50);
     reel_pipeline_destroy(&p);
     assert_int_equal(reel_buffer_get_stats().live, live0);
     seen_clear(&s);
@@ -241,10 +231,10 @@ static void test_eos_through_tee(void **state)
                              "t. ! fakesink name=c delay-us=100",
                              &s, 2);
     run_ok(p);
-    assert_int_equal(report_of(p, "a").buffers_in, 100);
-    assert_int_equal(report_of(p, "b").buffers_in, 100);
-    assert_int_equal(report_of(p, "c").buffers_in, 100);
-    assert_int_equal(report_of(p, "t").buffers_out, 300);
+    assert_int_equal(reel_test_report_of(p, "a").buffers_in, 100);
+    assert_int_equal(reel_test_report_of(p, "b").buffers_in, 100);
+    assert_int_equal(reel_test_report_of(p, "c").buffers_in, 100);
+    assert_int_equal(reel_test_report_of(p, "t").buffers_out, 300);
     reel_pipeline_destroy(&p);
     assert_int_equal(reel_buffer_get_stats().live, live0);
     seen_clear(&s);
@@ -262,7 +252,7 @@ static void test_eos_through_fan_in(void **state)
                              "testsrc num-buffers=200 ! video/raw,width=8,height=8 ! identity sleep-us=50 ! m.",
                              &s, 2);
     run_ok(p);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 210);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 210);
     reel_pipeline_destroy(&p);
     seen_clear(&s);
 }
@@ -284,7 +274,7 @@ static void test_first_error_stops_everything(void **state)
     assert_string_equal(s.first_error_element, "identity0");
     assert_int_equal(s.counts[REEL_MESSAGE_EOS], 0);
     // The failing element saw exactly 11 buffers and passed on 10.
-    assert_int_equal(report_of(p, "identity0").buffers_out, 10);
+    assert_int_equal(reel_test_report_of(p, "identity0").buffers_out, 10);
     reel_pipeline_destroy(&p);
     assert_int_equal(reel_buffer_get_stats().live, live0);
     seen_clear(&s);
@@ -309,7 +299,7 @@ static void test_backpressure_bounds_memory(void **state)
     // elements and one pushed past each full link.
     assert_true(peak > 0);
     assert_true(peak <= 8 + 4 + 8 + 4 + 3);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 300);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 300);
     reel_pipeline_destroy(&p);
     seen_clear(&s);
 }
@@ -323,7 +313,7 @@ static void test_leaky_queue_drops_and_counts(void **state)
                              "! queue max-size=2 leaky=downstream ! fakesink delay-us=500",
                              &s, 2);
     run_ok(p);
-    reel_element_report q = report_of(p, "queue0"), sink = report_of(p, "fakesink0");
+    reel_element_report q = reel_test_report_of(p, "queue0"), sink = reel_test_report_of(p, "fakesink0");
     assert_true(q.dropped > 0);
     assert_int_equal(q.dropped + q.buffers_in, 300);
     assert_int_equal(sink.buffers_in, q.buffers_out);
@@ -359,7 +349,7 @@ static void test_send_eos_drains_and_finalizes(void **state)
     wait_for_buffers(p, "fakesink0", 10);
     reel_pipeline_send_eos(p);
     assert_int_equal(reel_pipeline_wait(p, &err), 0);
-    int64_t frames = report_of(p, "fakesink0").buffers_in;
+    int64_t frames = reel_test_report_of(p, "fakesink0").buffers_in;
     assert_true(frames > 0);
     // Every frame that reached the sink is in the file, on a whole line.
     bool whole;
@@ -406,7 +396,7 @@ static void test_many_branches_one_thread(void **state)
     for (int i = 0; i < 16; i++) {
         char name[8];
         snprintf(name, sizeof name, "s%d", i);
-        assert_int_equal(report_of(p, name).buffers_in, 200);
+        assert_int_equal(reel_test_report_of(p, name).buffers_in, 200);
     }
     reel_pipeline_destroy(&p);
     g_string_free(text, TRUE);
@@ -441,7 +431,7 @@ static void test_stats_while_waiting(void **state)
     assert_non_null(p);
     run_ok(p);
     assert_true(s.counts[REEL_MESSAGE_STATS] >= 1);
-    assert_int_equal(report_of(p, "fakesink0").buffers_in, 30);
+    assert_int_equal(reel_test_report_of(p, "fakesink0").buffers_in, 30);
     reel_pipeline_destroy(&p);
     seen_clear(&s);
 }

@@ -14,6 +14,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 static reel_pipeline *build_live(const char *text, int queue_size, int latency_ms)
 {
@@ -35,17 +36,6 @@ static void run_ok(reel_pipeline *p)
     GError *err = NULL;
     if (reel_pipeline_run(p, &err) < 0)
         fail_msg("run failed: %s", err->message);
-}
-
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[64];
-    int n = reel_pipeline_report(p, r, 64);
-    for (int i = 0; i < n && i < 64; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
 }
 
 static char *temp_path(const char *name)
@@ -109,7 +99,7 @@ static void test_latency_in_report(void **state)
         assert_int_equal(frames, 40);
         assert_true(q[0] > 0);
         assert_true(q[0] <= q[1] && q[1] <= q[2] && q[2] <= q[3]);
-        reel_element_report r = report_of(p, sinks[i]);
+        reel_element_report r = reel_test_report_of(p, sinks[i]);
         assert_true(r.has_latency);
         assert_int_equal(r.latency_frames, 40);
         assert_true(r.latency_max_ms == q[3] || (r.latency_max_ms - q[3]) < 0.001);
@@ -133,11 +123,11 @@ static void test_latency_in_report(void **state)
 // Waits (deadline 60 s) until element `name` has sent `n` buffers.
 static void wait_sent(reel_pipeline *p, const char *name, int64_t n)
 {
-    for (int i = 0; i < 60000 && report_of(p, name).buffers_out < n; i++)
+    for (int i = 0; i < 60000 && reel_test_report_of(p, name).buffers_out < n; i++)
         g_usleep(1000);
-    if (report_of(p, name).buffers_out < n)
+    if (reel_test_report_of(p, name).buffers_out < n)
         fail_msg("%s sent %" G_GINT64_FORMAT " buffers in 60 s, not %" G_GINT64_FORMAT, name,
-                 report_of(p, name).buffers_out, n);
+                 reel_test_report_of(p, name).buffers_out, n);
 }
 
 // Pulls what the appsink `out` has until end of stream: their frame numbers.
@@ -181,7 +171,7 @@ static void test_leaky_queue_bounds_latency(void **state)
     if (reel_pipeline_wait(p, &err) < 0)
         fail_msg("run: %s", err->message);
 
-    reel_element_report q = report_of(p, "q");
+    reel_element_report q = reel_test_report_of(p, "q");
     assert_int_equal(reel_element_input_dropped(reel_pipeline_find(p, "q"), 0), q.dropped);
     assert_int_equal((int64_t)got->len + q.dropped, frames);
     // Past the queue: the appsink's buffer, the link after the queue, and
@@ -224,7 +214,7 @@ static void test_latency_bound(void **state)
     if (reel_pipeline_wait(p, &err) < 0)
         fail_msg("run: %s", err->message);
 
-    reel_element_report q = report_of(p, "q");
+    reel_element_report q = reel_test_report_of(p, "q");
     assert_int_equal((int64_t)got->len + q.dropped, frames);
     int past = 1 + queue_size + 2, stale = frames - latency_ms / 5 - 1, early = 0;
     for (guint i = 0; i < got->len; i++)
@@ -262,7 +252,7 @@ static void test_rate_samples(void **state)
         assert_int_equal(frame, 5 * n);
     }
     assert_int_equal(n, 20);
-    reel_element_report r = report_of(p, "r");
+    reel_element_report r = reel_test_report_of(p, "r");
     assert_int_equal(r.buffers_in, 100);
     assert_int_equal(r.buffers_out, 20);
     g_strfreev(rows);
@@ -296,7 +286,7 @@ static void four_streams_batched(bool live)
     reel_pipeline *p = build(t->str, 0);
     g_string_free(t, TRUE);
     run_ok(p);
-    assert_int_equal(report_of(p, "inf").buffers_out, 12 + 9 + 7 + 5);
+    assert_int_equal(reel_test_report_of(p, "inf").buffers_out, 12 + 9 + 7 + 5);
 
     for (int i = 0; i < 4; i++) {
         char *path = g_strdup_printf("%s/s%d.jsonl", dir, i);
@@ -366,7 +356,7 @@ static void test_decoded_streams(void **state)
             assert_int_equal(sscanf(rows[n], "{\"stream\": %d,", &stream), 1);
             assert_int_equal(stream, i);
         }
-        reel_element_report r = report_of(p, i ? "m1" : "m0");
+        reel_element_report r = reel_test_report_of(p, i ? "m1" : "m0");
         assert_true(n > 10);
         assert_int_equal(r.latency_frames, n);
         assert_true(r.latency_p50_ms > 0 && r.latency_p50_ms <= r.latency_max_ms);

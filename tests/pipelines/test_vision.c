@@ -18,6 +18,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 static char *last_info;
 static GPtrArray *collected; // buffers the collect sinks received
@@ -165,17 +166,6 @@ static char *run_fails(const char *text)
     return msg;
 }
 
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[32];
-    int n = reel_pipeline_report(p, r, 32);
-    for (int i = 0; i < n && i < 32; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element %s", name);
-    return r[0];
-}
-
 static char *clip(const char *name)
 {
     const char *dir = getenv("REEL_CLIPS");
@@ -213,8 +203,8 @@ static void test_decode_into_device_memory(void **state)
         reel_pipeline *p = run_ok(gpu);
         reel_device *dev = reel_device_open("vulkan:0", NULL);
         if (reel_device_info_of(dev)->unified_memory)
-            assert_int_equal(report_of(p, "decode0").bytes_to_device, 0);
-        assert_string_equal(report_of(p, "decode0").device, "vulkan:0");
+            assert_int_equal(reel_test_report_of(p, "decode0").bytes_to_device, 0);
+        assert_string_equal(reel_test_report_of(p, "decode0").device, "vulkan:0");
         reel_device_unref(&dev);
         reel_pipeline_destroy(&p);
         g_free(a), g_free(b), g_free(cpu), g_free(gpu), g_free(path);
@@ -248,7 +238,7 @@ static void test_decode_to_preprocess_moves_only_the_tensor(void **state)
     reel_pipeline *p = run_ok(text);
     reel_element_report r[32];
     int n = reel_pipeline_report(p, r, 32);
-    int64_t frames = report_of(p, "preprocess0").buffers_out, up = 0, down = 0;
+    int64_t frames = reel_test_report_of(p, "preprocess0").buffers_out, up = 0, down = 0;
     for (int i = 0; i < n; i++) {
         up += r[i].bytes_to_device;
         down += r[i].bytes_to_host;
@@ -260,7 +250,7 @@ static void test_decode_to_preprocess_moves_only_the_tensor(void **state)
     reel_device_unref(&dev);
     // Only the tensors come back.
     assert_int_equal(down, frames * 64 * 48 * 3 * 4);
-    assert_int_equal(report_of(p, "download0").bytes_to_host, down);
+    assert_int_equal(reel_test_report_of(p, "download0").bytes_to_host, down);
     reel_pipeline_destroy(&p);
     clear_collected();
     g_free(text);
@@ -278,7 +268,7 @@ static void test_model_input_stays_on_the_device(void **state)
                                  "! infer model=%s/colour.onnx ! collect_frames",
                                  path, getenv("REEL_TEST_MODELS") ? getenv("REEL_TEST_MODELS") : "models");
     reel_pipeline *p = run_ok(text);
-    reel_element_report r = report_of(p, "infer0");
+    reel_element_report r = reel_test_report_of(p, "infer0");
     assert_true(r.buffers_out > 0);
     assert_int_equal(r.bytes_to_device, 0);
     assert_int_equal(r.bytes_to_host, r.buffers_out * 3 * 4); // the [1, 3] output of each frame

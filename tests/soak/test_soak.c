@@ -30,6 +30,7 @@
 
 #include "reel/reel.h"
 #include "tests/support/skip.h"
+#include "tests/support/pipeline.h"
 
 #define CLIP_FRAMES 50
 
@@ -80,20 +81,9 @@ static char *blazeface_path(void)
     return path;
 }
 
-static reel_element_report report_of(reel_pipeline *p, const char *name)
-{
-    reel_element_report r[32];
-    int n = reel_pipeline_report(p, r, 32);
-    for (int i = 0; i < n && i < 32; i++)
-        if (strcmp(r[i].name, name) == 0)
-            return r[i];
-    fail_msg("no element '%s' in the report", name);
-    return r[0];
-}
-
 static int64_t sink_frames(reel_pipeline *p)
 {
-    return report_of(p, "meta").buffers_in;
+    return reel_test_report_of(p, "meta").buffers_in;
 }
 
 static gpointer wait_main(gpointer data)
@@ -189,7 +179,7 @@ static void soak(void **state)
     if (run.rc < 0)
         fail_msg("the run failed: %s", run.error->message);
     assert_true(running); // a looping source ends only when told to
-    int64_t done = sink_frames(run.pipeline), decoded = report_of(run.pipeline, "dec").buffers_out;
+    int64_t done = sink_frames(run.pipeline), decoded = reel_test_report_of(run.pipeline, "dec").buffers_out;
     reel_pool_stats pools_after = reel_pool_get_totals();
     if (reel_pipeline_write_report_json(run.pipeline, report, &err) < 0)
         fail_msg("%s", err->message);
