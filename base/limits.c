@@ -15,6 +15,7 @@ static const struct {
     [REEL_LIMIT_FRAME_SIDE] = { "REEL_MAX_FRAME_SIDE", 32768 },
     [REEL_LIMIT_FRAME_PIXELS] = { "REEL_MAX_FRAME_PIXELS", (int64_t)1 << 28 },
     [REEL_LIMIT_QUEUE_BYTES] = { "REEL_MAX_QUEUE_BYTES", (int64_t)1 << 30 },
+    [REEL_LIMIT_TEXT_BYTES] = { "REEL_MAX_TEXT_BYTES", (int64_t)16 << 20 },
 };
 
 static int64_t values[REEL_LIMIT_COUNT];

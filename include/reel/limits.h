@@ -19,6 +19,7 @@ typedef enum reel_limit {
     REEL_LIMIT_FRAME_SIDE,    // REEL_MAX_FRAME_SIDE: width or height of a frame, pixels; 32768
     REEL_LIMIT_FRAME_PIXELS,  // REEL_MAX_FRAME_PIXELS: width * height of a frame; 2^28 (16384x16384)
     REEL_LIMIT_QUEUE_BYTES,   // REEL_MAX_QUEUE_BYTES: default byte bound of every link; 1 GiB
+    REEL_LIMIT_TEXT_BYTES,    // REEL_MAX_TEXT_BYTES: a labels file, model manifest or job policy; 16 MiB
     REEL_LIMIT_COUNT,
 } reel_limit;
 
