@@ -5,12 +5,16 @@
 // input is resolved (dangling inputs are errors) and the nodes are put in a
 // topological order (a cycle is an error).
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "base/beneath.h"
+#include "base/read_file.h"
 #include "models/onnx/load.h"
 #include "onnx.pb-c.h"
 #include "reel/error.h"
@@ -19,7 +23,8 @@
 // Larger files are refused before reading (REEL_LIMIT_MODEL_BYTES: protobuf
 // itself caps messages at 2 GiB, and bigger weights belong in external data
 // files). External data files may be larger, but no single tensor beyond
-// REEL_LIMIT_TENSOR_BYTES.
+// REEL_LIMIT_TENSOR_BYTES and all of a model's tensors together not beyond
+// REEL_LIMIT_MODEL_BYTES.
 #define MAX_MODEL_BYTES reel_limit_get(REEL_LIMIT_MODEL_BYTES)
 #define MAX_TENSOR_BYTES reel_limit_get(REEL_LIMIT_TENSOR_BYTES)
 
@@ -58,115 +63,119 @@ static const char *tname(const Onnx__TensorProto *tp)
     return tp->name && *tp->name ? tp->name : "(unnamed)";
 }
 
-// Reads an external data file named by tp->external_data into t->data. The
-// location is relative to `dir` and may not leave it.
-static int read_external(const Onnx__TensorProto *tp, const char *dir, const char *what,
-                         reel_tensor *t, GError **error)
+// Where a tensor's external data lies: a file beside the model, opened
+// beneath the model's folder (a link planted there cannot lead out), and
+// checked to hold the bytes the shape needs before anything is allocated.
+typedef struct external_data {
+    int fd;
+    int64_t offset;
+    const char *location;
+} external_data;
+
+static int open_external(const Onnx__TensorProto *tp, const char *dir, const char *what, int64_t nbytes,
+                         external_data *x, GError **error)
 {
-    const char *location = NULL;
-    int64_t offset = 0, length = -1;
+    int64_t length = -1;
+    x->fd = -1;
+    x->offset = 0;
+    x->location = NULL;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         if (!e->key || !e->value)
             continue;
         char *end;
+        int64_t *number = strcmp(e->key, "offset") == 0 ? &x->offset : strcmp(e->key, "length") == 0 ? &length : NULL;
         if (strcmp(e->key, "location") == 0) {
-            location = e->value;
-        } else if (strcmp(e->key, "offset") == 0) {
+            x->location = e->value;
+        } else if (number) {
             errno = 0;
-            offset = strtoll(e->value, &end, 10);
-            if (errno || *end || offset < 0)
-                goto bad_number;
-        } else if (strcmp(e->key, "length") == 0) {
-            errno = 0;
-            length = strtoll(e->value, &end, 10);
-            if (errno || *end || length < 0)
-                goto bad_number;
+            *number = strtoll(e->value, &end, 10);
+            if (errno || *end || *number < 0) {
+                g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': bad external data %s '%s'", what,
+                            tname(tp), e->key, e->value);
+                return REEL_EFORMAT;
+            }
         }
     }
-    if (!location || !*location) {
+    if (!x->location || !*x->location) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': external data without a location",
                     what, tname(tp));
         return REEL_EFORMAT;
     }
-    bool escapes = false;
-    char **parts = g_strsplit_set(location, "/\\", -1);
-    for (char **c = parts; *c; c++)
-        escapes |= strcmp(*c, "..") == 0;
-    g_strfreev(parts);
     if (!dir) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT,
                     "%s '%s': external data '%s' cannot be read: the model was loaded from memory, not a file",
-                    what, tname(tp), location);
+                    what, tname(tp), x->location);
         return REEL_EFORMAT;
     }
-    if (g_path_is_absolute(location) || escapes) {
+    if (g_path_is_absolute(x->location)) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT,
                     "%s '%s': external data location '%s' must lie inside the model's directory", what,
-                    tname(tp), location);
+                    tname(tp), x->location);
         return REEL_EFORMAT;
     }
-    int rc = REEL_EFORMAT;
-    char *path = g_build_filename(dir, location, NULL);
-    char *real_dir = realpath(dir, NULL);
-    char *real = realpath(path, NULL);
-    FILE *f = NULL;
-    if (!real_dir || !real) {
-        g_set_error(error, REEL_ERROR, REEL_EIO, "%s '%s': cannot open external data '%s': %s",
-                    what, tname(tp), path, g_strerror(errno));
-        rc = REEL_EIO;
-        goto out;
-    }
-    size_t dl = strlen(real_dir);
-    if (strncmp(real, real_dir, dl) != 0 || (real[dl] != '/' && real_dir[dl - 1] != '/')) {
-        g_set_error(error, REEL_ERROR, REEL_EFORMAT,
-                    "%s '%s': external data location '%s' lies outside the model's directory",
-                    what, tname(tp), location);
-        goto out;
-    }
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    x->fd = dfd < 0 ? -1 : reel_open_beneath(dfd, x->location, O_RDONLY | O_NONBLOCK);
+    int err = errno;
+    if (dfd >= 0)
+        close(dfd);
     struct stat st;
-    f = fopen(real, "rb");
-    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        g_set_error(error, REEL_ERROR, REEL_EIO, "%s '%s': cannot read external data '%s'", what,
-                    tname(tp), path);
-        rc = REEL_EIO;
-        goto out;
+    if (x->fd < 0) {
+        bool out = err == EXDEV || err == ELOOP;
+        g_set_error(error, REEL_ERROR, out ? REEL_EFORMAT : REEL_EIO,
+                    out ? "%s '%s': external data location '%s' must lie inside the model's directory: %s"
+                        : "%s '%s': cannot open external data '%s': %s",
+                    what, tname(tp), x->location, reel_beneath_strerror(err));
+        return out ? REEL_EFORMAT : REEL_EIO;
     }
-    int64_t avail = (int64_t)st.st_size - offset;
-    if (length < 0)
-        length = avail;
-    if (avail < 0 || length > avail || (uint64_t)length != t->nbytes) {
+    if (fstat(x->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        g_set_error(error, REEL_ERROR, REEL_EIO, "%s '%s': external data '%s' is not a regular file", what,
+                    tname(tp), x->location);
+        return REEL_EIO;
+    }
+    int64_t avail = x->offset > (int64_t)st.st_size ? 0 : (int64_t)st.st_size - x->offset;
+    if (length < 0) // absent: the bytes the shape needs, from the offset on
+        length = nbytes;
+    if (length > avail || length != nbytes) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT,
                     "%s '%s': external data '%s' holds %" G_GINT64_FORMAT
-                    " bytes at offset %" G_GINT64_FORMAT ", the shape needs %zu",
-                    what, tname(tp), location, avail < 0 ? 0 : (length < avail ? length : avail),
-                    offset, t->nbytes);
-        goto out;
+                    " bytes at offset %" G_GINT64_FORMAT ", the shape needs %" G_GINT64_FORMAT,
+                    what, tname(tp), x->location, (gint64)(length < avail ? length : avail),
+                    (gint64)x->offset, (gint64)nbytes);
+        return REEL_EFORMAT;
     }
-    if (fseeko(f, offset, SEEK_SET) != 0 || fread(t->data, 1, t->nbytes, f) != t->nbytes) {
-        g_set_error(error, REEL_ERROR, REEL_EIO, "%s '%s': reading external data '%s' failed",
-                    what, tname(tp), path);
-        rc = REEL_EIO;
-        goto out;
-    }
-    rc = 0;
-out:
-    if (f)
-        fclose(f);
-    free(real);
-    free(real_dir);
-    g_free(path);
-    return rc;
-bad_number:
-    g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': bad external data offset or length",
-                what, tname(tp));
-    return REEL_EFORMAT;
+    return 0;
 }
 
+static int read_external(const Onnx__TensorProto *tp, const external_data *x, const char *what,
+                         reel_tensor *t, GError **error)
+{
+    size_t done = 0;
+    while (done < t->nbytes) {
+        ssize_t n = pread(x->fd, (char *)t->data + done, t->nbytes - done, (off_t)(x->offset + (int64_t)done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            g_set_error(error, REEL_ERROR, REEL_EIO, "%s '%s': reading external data '%s' failed: %s", what,
+                        tname(tp), x->location, n < 0 ? g_strerror(errno) : "the file got shorter");
+            return REEL_EIO;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+// What a model's tensors may cost together: where external data lives (NULL:
+// none allowed) and the bytes taken so far, bounded by the model limit.
+typedef struct tensor_budget {
+    const char *dir;
+    int64_t bytes;
+} tensor_budget;
+
 // A TensorProto as a host tensor. `what` says what it is for messages
-// ("initializer", "attribute value of node 'x'"); `dir` is where external
-// data lives (NULL: none allowed).
-static reel_tensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *dir,
+// ("initializer", "attribute value of node 'x'"); its bytes count against
+// the budget.
+static reel_tensor *tensor_from_proto(const Onnx__TensorProto *tp, tensor_budget *budget,
                                       const char *what, GError **error)
 {
     reel_dtype dt = dtype_from_onnx(tp->data_type);
@@ -217,7 +226,30 @@ static reel_tensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *d
                     what, tname(tp), typed, count);
         return NULL;
     }
+    if (nbytes > MAX_MODEL_BYTES - budget->bytes) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "%s '%s': the model's tensors pass %" G_GINT64_FORMAT
+                    " bytes together (%s)", what, tname(tp), (gint64)MAX_MODEL_BYTES,
+                    reel_limit_env(REEL_LIMIT_MODEL_BYTES));
+        return NULL;
+    }
+    budget->bytes += nbytes;
+    external_data x = { .fd = -1 };
+    if (external && open_external(tp, budget->dir, what, nbytes, &x, error) != 0) {
+        if (x.fd >= 0)
+            close(x.fd);
+        return NULL;
+    }
     reel_tensor *t = reel_tensor_new(dt, rank, tp->dims);
+    if (external) {
+        int rc = t ? read_external(tp, &x, what, t, error) : 0;
+        close(x.fd);
+        if (rc != 0)
+            reel_tensor_free(&t);
+        else if (!t)
+            g_set_error(error, REEL_ERROR, REEL_ENOMEM, "%s '%s': cannot allocate %" G_GINT64_FORMAT " bytes",
+                        what, tname(tp), nbytes);
+        return t;
+    }
     if (!t) {
         g_set_error(error, REEL_ERROR, REEL_ENOMEM, "%s '%s': cannot allocate %" G_GINT64_FORMAT " bytes",
                     what, tname(tp), nbytes);
@@ -225,11 +257,6 @@ static reel_tensor *tensor_from_proto(const Onnx__TensorProto *tp, const char *d
     }
     size_t stored = 0; // elements found in the typed fields
     bool typed_ok = true;
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        if (read_external(tp, dir, what, t, error) != 0)
-            goto fail;
-        return t;
-    }
     if (tp->has_raw_data) {
         if (tp->raw_data.len != t->nbytes) {
             g_set_error(error, REEL_ERROR, REEL_EFORMAT,
@@ -317,13 +344,9 @@ static bool read_file(const char *path, const char *what, guint8 **data, gsize *
                     reel_limit_env(REEL_LIMIT_MODEL_BYTES));
         return false;
     }
-    GError *e = NULL;
-    if (!g_file_get_contents(path, (gchar **)data, len, &e)) {
-        g_set_error(error, REEL_ERROR, REEL_EIO, "cannot read %s: %s", what, e->message);
-        g_error_free(e);
-        return false;
-    }
-    return true;
+    // Bounded again while reading: the file may have grown since.
+    return reel_read_file(path, what, (gsize)MAX_MODEL_BYTES, reel_limit_env(REEL_LIMIT_MODEL_BYTES), (char **)data,
+                          len, error) == 0;
 }
 
 reel_tensor *reel_onnx_read_tensor_file(const char *path, char **name, GError **error)
@@ -341,7 +364,8 @@ reel_tensor *reel_onnx_read_tensor_file(const char *path, char **name, GError **
         return NULL;
     }
     char *dir = g_path_get_dirname(path);
-    reel_tensor *t = tensor_from_proto(tp, dir, "tensor", error);
+    tensor_budget budget = { .dir = dir };
+    reel_tensor *t = tensor_from_proto(tp, &budget, "tensor", error);
     g_free(dir);
     if (t && name)
         *name = g_strdup(tp->name ? tp->name : "");
@@ -354,7 +378,7 @@ reel_tensor *reel_onnx_read_tensor_file(const char *path, char **name, GError **
 typedef struct loader {
     reel_ir_graph *g;
     GHashTable *by_name;   // value name -> index + 1
-    const char *dir;
+    tensor_budget budget;
 } loader;
 
 static int lookup(loader *L, const char *name)
@@ -474,7 +498,7 @@ static int convert_attr(loader *L, const Onnx__NodeProto *np, const char *node_n
             return REEL_EFORMAT;
         }
         char *what = g_strdup_printf("attribute '%s' of node '%s'", ap->name, node_name);
-        a->t = tensor_from_proto(ap->t, L->dir, what, error);
+        a->t = tensor_from_proto(ap->t, &L->budget, what, error);
         g_free(what);
         if (!a->t)
             return error && *error ? (*error)->code : REEL_EFORMAT;
@@ -499,7 +523,7 @@ static reel_tensor *constant_value(loader *L, const Onnx__NodeProto *np, const c
         reel_tensor *t = NULL;
         if (strcmp(an, "value") == 0 && ap->t) {
             char *what = g_strdup_printf("value of Constant node '%s'", node_name);
-            t = tensor_from_proto(ap->t, L->dir, what, error);
+            t = tensor_from_proto(ap->t, &L->budget, what, error);
             g_free(what);
             return t;
         } else if (strcmp(an, "value_float") == 0) {
@@ -654,7 +678,7 @@ static int build_graph(loader *L, const Onnx__ModelProto *mp, GError **error)
             g_set_error(error, REEL_ERROR, REEL_EFORMAT, "initializer '%s' is defined twice", tp->name);
             return REEL_EFORMAT;
         }
-        reel_tensor *t = tensor_from_proto(tp, L->dir, "initializer", error);
+        reel_tensor *t = tensor_from_proto(tp, &L->budget, "initializer", error);
         if (!t)
             return (*error)->code;
         reel_ir_value_set_constant(reel_ir_value_at(g, add_value(L, tp->name)), t);
@@ -838,7 +862,7 @@ reel_ir_graph *reel_onnx_load_data(const void *data, size_t size, const char *na
     loader L = {
         .g = reel_ir_graph_new(),
         .by_name = g_hash_table_new(g_str_hash, g_str_equal),
-        .dir = dir,
+        .budget = { .dir = dir },
     };
     GError *e = NULL;
     int rc = build_graph(&L, mp, &e);

@@ -193,6 +193,42 @@ def main(out):
     save(ext_model("../weights.bin", 16, 48), out, "bad_external_escape.onnx", check=False)
     save(ext_model("weights.bin", 16, 40), out, "bad_external_length.onnx", check=False)
 
+    def ext_tensor(name, dims, location, offset=None):
+        t = TensorProto()
+        t.name = name
+        t.data_type = TensorProto.FLOAT
+        t.dims.extend(dims)
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", location), ("offset", offset)):
+            if v is not None:
+                e = t.external_data.add()
+                e.key, e.value = k, str(v)
+        return t
+
+    def add_model(tensors, n):
+        names = [t.name for t in tensors]
+        nodes = [helper.make_node("Add", ["X" if i == 0 else f"s{i}", w], [f"s{i + 1}" if i + 1 < len(names) else "Y"],
+                                  name=f"add{i}") for i, w in enumerate(names)]
+        return model(nodes, [f32("X", [n])], [f32("Y", [n])], tensors)
+
+    # A shape of 1 GiB claimed against a 64-byte file: refused from the
+    # file's size, before anything is allocated.
+    save(add_model([ext_tensor("Big", [1 << 28], "weights.bin")], 1 << 28), out, "bad_external_short.onnx",
+         check=False)
+    # A link beside the model that leads out of its folder, and a folder.
+    link = os.path.join(out, "outside-link.bin")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink("/etc/passwd", link)
+    save(add_model([ext_tensor("L", [4], "outside-link.bin")], 4), out, "bad_external_link.onnx", check=False)
+    save(add_model([ext_tensor("D", [4], ".")], 4), out, "bad_external_dir.onnx", check=False)
+    # Three tensors of 400 bytes in one file: 1200 bytes of tensors, over a
+    # model limit of 1000 (test_loader model-limit).
+    with open(os.path.join(out, "weights3.bin"), "wb") as f:
+        f.write(np.ones(300, dtype=np.float32).tobytes())
+    save(add_model([ext_tensor(f"W{i}", [100], "weights3.bin", 400 * i) for i in range(3)], 100), out,
+         "external_three.onnx", check=False)
+
     # The bad-model corpus.
     relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
     save(model([relu("X", "a", "n1"), relu("b", "c", "n2"), relu("c", "b", "n3"), relu("a", "Y", "n4")],

@@ -236,6 +236,9 @@ static void test_bad_models(void **state)
     expect_error(dir, "bad_rank.onnx", REEL_EUNSUPPORTED, "'X'", "rank 9");
     expect_error(dir, "bad_external_escape.onnx", REEL_EFORMAT, "'E'", "inside the model's directory");
     expect_error(dir, "bad_external_length.onnx", REEL_EFORMAT, "'E'", "needs 48");
+    expect_error(dir, "bad_external_short.onnx", REEL_EFORMAT, "'Big'", "holds 64 bytes at offset 0, the shape needs 1073741824");
+    expect_error(dir, "bad_external_link.onnx", REEL_EFORMAT, "'L'", "leads out of the folder");
+    expect_error(dir, "bad_external_dir.onnx", REEL_EIO, "'D'", "not a regular file");
     // Every unsupported node is listed, not just the first.
     expect_error(dir, "bad_unknown_ops.onnx", REEL_EUNSUPPORTED, "'frob_a' (FrobnicateA)",
                  "'frob_b' (FrobnicateB)");
@@ -309,6 +312,16 @@ static void test_storage_forms(void **state)
     for (int i = 0; i < 12; i++)
         assert_true(((float *)t->data)[i] == (float)i);
     assert_int_equal(g->opset, 13);
+    reel_ir_graph_free(&g);
+
+    // Three external tensors from one file, each at its offset.
+    g = load_ir(dir, "external_three.onnx");
+    for (int w = 0; w < 3; w++) {
+        char name[4] = { 'W', (char)('0' + w), 0 };
+        t = constant_of(g, name);
+        assert_int_equal(t->nbytes, 400);
+        assert_true(((float *)t->data)[99] == 1.0f);
+    }
     reel_ir_graph_free(&g);
 
     g = load_ir(dir, "unsorted.onnx");
@@ -591,8 +604,27 @@ static void test_tensor_count(void **state)
     assert_null(d);
 }
 
-int main(void)
+// Under REEL_MAX_MODEL_BYTES=1000 (test_loader model-limit): the model file
+// is small, but its three external tensors of 400 bytes are 1200 together.
+static void test_tensors_bounded_by_the_model_limit(void **state)
 {
+    (void)state;
+    NEED_MODELS(dir);
+    const char *env = getenv("REEL_MAX_MODEL_BYTES");
+    if (!env || strcmp(env, "1000") != 0)
+        fail_msg("run as `test_loader model-limit` with REEL_MAX_MODEL_BYTES=1000 (got %s)", env ? env : "none");
+    expect_error(dir, "external_three.onnx", REEL_EFORMAT, "'W2'",
+                 "the model's tensors pass 1000 bytes together (REEL_MAX_MODEL_BYTES)");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "model-limit") == 0) {
+        const struct CMUnitTest env_tests[] = {
+            cmocka_unit_test(test_tensors_bounded_by_the_model_limit),
+        };
+        return reel_run_tests(env_tests, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tensor_count),
         cmocka_unit_test(test_testdata_models),
