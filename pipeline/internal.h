@@ -114,6 +114,8 @@ struct reel_pipeline {
     GPtrArray *links;
     GHashTable *auto_next;         // class name -> the number its next auto name tries first
     bool prepared;
+    GHashTable *shared;            // key -> borrowed pointer (reel_pipeline_set_shared), under shared_lock
+    GMutex shared_lock;
 
     // run state
     GMutex lock;                   // guards the fields below and `ready`

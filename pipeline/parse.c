@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "base/redact.h"
 #include "reel/error.h"
 
 // ---- errors ----------------------------------------------------------------
@@ -38,7 +39,10 @@ static void errorv(GError **error, const reel_parse_description *d, reel_parse_s
 {
     if (!error)
         return;
-    const char *s = d->text;
+    // The line is shown with URL passwords as '*'s, one per character, so
+    // that the caret still points where it should.
+    char *shown = reel_redact(d->text, true);
+    const char *s = shown;
     size_t n = strlen(s);
     size_t pos = MIN(at.pos, n);
     size_t ls = pos, le = pos;
@@ -56,7 +60,10 @@ static void errorv(GError **error, const reel_parse_description *d, reel_parse_s
 
     GString *m = g_string_new(NULL);
     g_string_append_printf(m, "%s:%d:%d: error: ", d->origin, line, col);
-    g_string_append_vprintf(m, fmt, ap);
+    char *what = g_strdup_vprintf(fmt, ap), *what_shown = reel_redact(what, false);
+    g_string_append(m, what_shown);
+    g_free(what_shown);
+    g_free(what);
     // A long line shows only a window around the error, marked with "...".
     size_t from = ls, to = le;
     if (le - ls > SHOWN_MAX) {
@@ -88,6 +95,7 @@ static void errorv(GError **error, const reel_parse_description *d, reel_parse_s
         g_string_append_printf(m, "\nhint: %s", hint);
     g_set_error_literal(error, REEL_ERROR, REEL_EINVAL, m->str);
     g_string_free(m, TRUE);
+    g_free(shown);
 }
 
 void reel_parse_error(GError **error, const reel_parse_description *d, reel_parse_span at,

@@ -20,8 +20,38 @@ typedef struct builder {
     const reel_parse_description *d;
     reel_pipeline *p;
     reel_element **els; // per item, in written order; NULL for references
+    const char *const *values; // params.values: NAME, VALUE, ...; may be NULL
     GError **error;
 } builder;
+
+// The VALUE of b->values whose {NAME} starts at `c`, or NULL.
+static const char *const *value_at(const builder *b, const char *c)
+{
+    for (const char *const *v = b->values; *c == '{' && v && v[0] && v[1]; v += 2) {
+        size_t n = strlen(v[0]);
+        if (strncmp(c + 1, v[0], n) == 0 && c[1 + n] == '}')
+            return v;
+    }
+    return NULL;
+}
+
+// `value` with each {NAME} of b->values replaced, in one pass (a VALUE is
+// not searched again), after the text was split into elements and
+// properties: a value never becomes description text.
+static char *substitute(const builder *b, const char *value)
+{
+    GString *out = g_string_new(NULL);
+    for (const char *c = value; *c;) {
+        const char *const *v = value_at(b, c);
+        if (v) {
+            g_string_append(out, v[1]);
+            c += strlen(v[0]) + 2;
+        } else {
+            g_string_append_c(out, *c++);
+        }
+    }
+    return g_string_free(out, FALSE);
+}
 
 // "did you mean 'x'?" (with `suffix` after x) when one of `names` is close.
 static char *did_you_mean(const char *word, GPtrArray *names, const char *suffix)
@@ -105,7 +135,10 @@ static bool set_prop(builder *b, reel_element *e, const reel_element_class *k,
         return false;
     }
     GError *err = NULL;
-    if (reel_element_set(e, prop->key, prop->value, &err) < 0) {
+    char *value = substitute(b, prop->value);
+    int rc = reel_element_set(e, prop->key, value, &err);
+    g_free(value);
+    if (rc < 0) {
         // The element's message already names the element, the property and
         // the accepted values.
         reel_parse_error(b->error, b->d, prop->value_span, NULL, "%s",
@@ -296,6 +329,7 @@ reel_pipeline *reel_parse_launch(const char *text, const char *origin,
         .d = d,
         .p = reel_pipeline_new(params ? params : &defaults),
         .els = g_new0(reel_element *, n_items),
+        .values = params ? params->values : NULL,
         .error = error,
     };
     if (!build(&b))

@@ -28,6 +28,7 @@ reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params)
     g_cond_init(&p->cond);
     g_cond_init(&p->state_cond);
     g_cond_init(&p->timer_cond);
+    g_mutex_init(&p->shared_lock);
     return p;
 }
 
@@ -65,7 +66,32 @@ void reel_pipeline_destroy(reel_pipeline **pp)
     g_cond_clear(&p->cond);
     g_cond_clear(&p->state_cond);
     g_cond_clear(&p->timer_cond);
+    if (p->shared)
+        g_hash_table_destroy(p->shared);
+    g_mutex_clear(&p->shared_lock);
     g_free(p);
+}
+
+void reel_pipeline_set_shared(reel_pipeline *p, const char *key, void *ptr)
+{
+    g_mutex_lock(&p->shared_lock);
+    if (!p->shared)
+        p->shared = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    if (ptr)
+        g_hash_table_insert(p->shared, g_strdup(key), ptr);
+    else
+        g_hash_table_remove(p->shared, key);
+    g_mutex_unlock(&p->shared_lock);
+}
+
+void *reel_pipeline_shared(reel_pipeline *p, const char *key)
+{
+    if (!p || !key)
+        return NULL;
+    g_mutex_lock(&p->shared_lock);
+    void *ptr = p->shared ? g_hash_table_lookup(p->shared, key) : NULL;
+    g_mutex_unlock(&p->shared_lock);
+    return ptr;
 }
 
 void reel_device_unref_(reel_device *dev)

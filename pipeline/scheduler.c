@@ -6,6 +6,7 @@
 // stops its producer until the consumer drains it, which bounds memory.
 // Sources that block on I/O run on a thread of their own.
 #include "pipeline/internal.h"
+#include "base/redact.h"
 #include "reel/error.h"
 
 #include <time.h>
@@ -103,8 +104,19 @@ static void wake_all_locked(reel_pipeline *p)
     }
 }
 
-void reel_pipeline_fail(reel_pipeline *p, const reel_element *e, int code, const char *text)
+// Hides the credentials of any URL in an error that leaves the pipeline.
+static void redact_error(GError **error)
 {
+    if (!error || !*error)
+        return;
+    char *shown = reel_redact((*error)->message, false);
+    g_free((*error)->message);
+    (*error)->message = shown;
+}
+
+void reel_pipeline_fail(reel_pipeline *p, const reel_element *e, int code, const char *text_in)
+{
+    char *text = reel_redact(text_in, false);
     g_mutex_lock(&p->lock);
     bool first = p->error_code == 0;
     if (first) {
@@ -118,6 +130,7 @@ void reel_pipeline_fail(reel_pipeline *p, const reel_element *e, int code, const
     // failures it causes downstream are noise.
     if (first)
         reel_pipeline_post(p, REEL_MESSAGE_ERROR, code, e, text);
+    g_free(text);
 }
 
 // The element has seen EOS on every input (or, a source, produced its last
@@ -388,6 +401,7 @@ int reel_pipeline_prepare(reel_pipeline *p, GError **error)
         rc = reel_negotiate(p, order, error);
     g_free(order);
     p->prepared = rc == 0;
+    redact_error(error);
     return rc;
 }
 
@@ -483,6 +497,7 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
                 g_propagate_error(error, g_steal_pointer(&p->error));
             else
                 g_set_error(error, REEL_ERROR, rc, "%s: failed to start: %s", e->name, reel_strerror(rc));
+            redact_error(error);
             stop_elements(p);
             end_props(p);
             return rc;

@@ -52,6 +52,22 @@ enum {
     // May change while the pipeline runs; it takes effect at the element's
     // next buffer.
     REEL_PROP_MUTABLE = 1 << 0,
+    // What a string names, for whoever lets others write descriptions (a
+    // worker's job policy checks each against its root and its URL rules;
+    // `reel inspect` shows it). At most one of these four per property.
+    REEL_PROP_READS_FILE = 1 << 1,  // a file read (labels, a model, a CA)
+    REEL_PROP_WRITES_FILE = 1 << 2, // a file written ("-": standard output)
+    REEL_PROP_READS_URL = 1 << 3,   // a file read, or a URL ("rtsp://...") opened
+    REEL_PROP_WRITES_URL = 1 << 4,  // a file written, or a URL sent to (a server)
+    // For tests only (injected failures, sleeps): a job policy refuses it
+    // unless asked to allow test hooks.
+    REEL_PROP_TEST_HOOK = 1 << 5,
+    // A NATS subject published on (a worker's policy bounds them: a job
+    // publishes with the worker's credentials).
+    REEL_PROP_NATS_SUBJECT = 1 << 6,
+    // The name of an environment variable read (a password): a job may
+    // name only those its worker's policy lists.
+    REEL_PROP_READS_ENV = 1 << 7,
 };
 
 typedef struct reel_prop {

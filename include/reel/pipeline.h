@@ -27,6 +27,10 @@ typedef struct reel_pipeline_params {
     int latency_ms;
     reel_bus_handler bus_handler; // may be NULL
     void *bus_user;
+    // reel_parse_launch(): NAME, VALUE, ..., NULL. "{NAME}" in a property
+    // value becomes VALUE once the text is parsed, so a value holding "!",
+    // quotes or "name=" stays that one property's value. May be NULL.
+    const char *const *values;
 } reel_pipeline_params;
 
 #define reel_pipeline_params(...) (&(reel_pipeline_params){ __VA_ARGS__ })
@@ -47,6 +51,16 @@ REEL_API void reel_pipeline_destroy(reel_pipeline **p);
 // set them on its first lines (`device=vulkan:0`). Fails with REEL_EINVAL for
 // an unknown key or value, or once the pipeline is prepared.
 REEL_API int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error);
+
+// Objects the program shares with the pipeline's elements, by key (as
+// GStreamer's GstContext): a worker sets "nats.connection" to its
+// natsConnection *, and a natssink without a url publishes over it. The
+// pipeline does not own `ptr` (NULL removes the key): the caller keeps it
+// alive until the pipeline is destroyed. Set before reel_pipeline_prepare();
+// thread-safety: any thread.
+REEL_API void reel_pipeline_set_shared(reel_pipeline *p, const char *key, void *ptr);
+// The pointer set for `key`, or NULL (also for a NULL pipeline).
+REEL_API void *reel_pipeline_shared(reel_pipeline *p, const char *key);
 
 // Adds an element; the pipeline takes ownership, also on failure. Fails
 // (REEL_EINVAL) when the name is already used in this pipeline.

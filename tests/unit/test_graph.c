@@ -189,6 +189,30 @@ static void test_unknown_pipeline_setting(void **state)
     reel_pipeline_destroy(&p);
 }
 
+// Objects the program shares with its elements: set, read, replaced,
+// removed, never freed by the pipeline (an ASan build would report it).
+static void test_shared_objects(void **state)
+{
+    (void)state;
+    const char *items[] = { "testsrc num-buffers=1", "fakesink" };
+    reel_pipeline *p = chain(items, 2);
+    int first = 1, second = 2;
+    assert_null(reel_pipeline_shared(p, "nats.connection"));
+    reel_pipeline_set_shared(p, "nats.connection", &first);
+    assert_ptr_equal(reel_pipeline_shared(p, "nats.connection"), &first);
+    assert_ptr_equal(reel_pipeline_shared(reel_element_pipeline(reel_pipeline_find(p, "fakesink0")),
+                                          "nats.connection"), &first);
+    reel_pipeline_set_shared(p, "nats.connection", &second);
+    assert_ptr_equal(reel_pipeline_shared(p, "nats.connection"), &second);
+    assert_null(reel_pipeline_shared(p, "other"));
+    reel_pipeline_set_shared(p, "nats.connection", NULL);
+    assert_null(reel_pipeline_shared(p, "nats.connection"));
+    assert_null(reel_pipeline_shared(NULL, "nats.connection"));
+    reel_pipeline_set_shared(p, "kept", &first); // still set at destroy: not the pipeline's to free
+    reel_pipeline_destroy(&p);
+    assert_int_equal(first, 1);
+}
+
 int main(void)
 {
     reel_init();
@@ -200,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_negotiation_fixes_from_downstream),
         cmocka_unit_test(test_placement_fallback_and_strict),
         cmocka_unit_test(test_unknown_pipeline_setting),
+        cmocka_unit_test(test_shared_objects),
     };
     return reel_run_tests(tests, NULL, NULL);
 }

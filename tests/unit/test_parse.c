@@ -744,6 +744,40 @@ static void launch_gstreamer_caps(void **state)
     run_cases(quoted_item_cases, G_N_ELEMENTS(quoted_item_cases), false);
 }
 
+// {NAME} in a value becomes its VALUE once the text is split: a value with
+// '!', quotes or name= stays one value; a VALUE is not searched again; an
+// unknown {NAME} stays as written.
+static void launch_values(void **state)
+{
+    (void)state;
+    reel_init();
+    const char *values[] = { "out", "a.json ! fakesink name=\"x\" {n}", "n", "4", NULL };
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch("testsrc num-buffers={n} ! metasink location=/tmp/{out}{other}", NULL,
+                                         reel_pipeline_params(.values = values), &err);
+    if (!p)
+        fail_msg("unexpected error:\n%s", err->message);
+    assert_prop(p, "testsrc0", "num-buffers", "4");
+    assert_prop(p, "metasink0", "location", "/tmp/a.json ! fakesink name=\"x\" {n}{other}");
+    assert_null(reel_pipeline_find(p, "x"));
+    assert_null(reel_pipeline_find(p, "fakesink0"));
+    reel_pipeline_destroy(&p);
+}
+
+// A password in a URL never reaches a parse error; the caret stays put.
+static void error_hides_passwords(void **state)
+{
+    (void)state;
+    reel_init();
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch("source location=rtsp://cam:hunter2@h/x ! nosuchthing", NULL, NULL, &err);
+    assert_null(p);
+    assert_null(strstr(err->message, "hunter2"));
+    assert_non_null(strstr(err->message, "rtsp://cam:*******@h/x ! nosuchthing"));
+    assert_non_null(strstr(err->message, "\n    |                                          ^~~~~~~~~~~"));
+    g_error_free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -770,6 +804,8 @@ int main(void)
         cmocka_unit_test(launch_bad_caps),
         cmocka_unit_test(launch_spaces_around_equals),
         cmocka_unit_test(launch_gstreamer_caps),
+        cmocka_unit_test(launch_values),
+        cmocka_unit_test(error_hides_passwords),
     };
     return reel_run_tests(tests, NULL, NULL);
 }
