@@ -33,7 +33,7 @@ static const reel_prop props[] = {
       .flags = REEL_PROP_MUTABLE },
     { "output", REEL_PROP_STRING, offsetof(classify_priv, output), NULL,
       .help = "the output holding the class scores; default: the first" },
-    { "labels", REEL_PROP_STRING, offsetof(classify_priv, labels_path), NULL,
+    { "labels", REEL_PROP_STRING, offsetof(classify_priv, labels_path), NULL, .flags = REEL_PROP_READS_FILE,
       .help = "label file, one per line (class id = line index); default: the manifest's" },
     { NULL },
 };

@@ -68,7 +68,7 @@ static const reel_prop props[] = {
       .flags = REEL_PROP_MUTABLE },
     { "nms", REEL_PROP_ENUM, offsetof(detect_priv, nms), "auto", .values = nms_kinds,
       .help = "how overlapping boxes become one", .flags = REEL_PROP_MUTABLE },
-    { "labels", REEL_PROP_STRING, offsetof(detect_priv, labels_path), NULL,
+    { "labels", REEL_PROP_STRING, offsetof(detect_priv, labels_path), NULL, .flags = REEL_PROP_READS_FILE,
       .help = "label file, one per line (class id = line index); default: the manifest's" },
     { "strides", REEL_PROP_STRING, offsetof(detect_priv, strides_text), "8,16,16,16",
       .help = "blazeface anchor strides; equal neighbours form one layer, 2 anchors per entry" },

@@ -19,9 +19,9 @@ typedef struct fakesink_priv {
 static const reel_prop props[] = {
     { "checksum", REEL_PROP_BOOL, offsetof(fakesink_priv, checksum), "false",
       .help = "MD5 of all contents, reported at the end" },
-    { "location", REEL_PROP_STRING, offsetof(fakesink_priv, location), NULL,
+    { "location", REEL_PROP_STRING, offsetof(fakesink_priv, location), NULL, .flags = REEL_PROP_WRITES_FILE,
       .help = "write one line per buffer: frame number, pts, MD5 of its contents" },
-    { "delay-us", REEL_PROP_INT, offsetof(fakesink_priv, delay_us), "0", 0, 10000000,
+    { "delay-us", REEL_PROP_INT, offsetof(fakesink_priv, delay_us), "0", 0, 10000000, .flags = REEL_PROP_TEST_HOOK,
       .help = "microseconds to spend on each buffer (a slow consumer, for tests)" },
     { NULL },
 };

@@ -10,8 +10,8 @@ typedef struct identity_priv {
 
 static const reel_prop props[] = {
     { "sleep-us", REEL_PROP_INT, offsetof(identity_priv, sleep_us), "0", 0, 10000000,
-      .help = "microseconds to sleep per buffer", .flags = REEL_PROP_MUTABLE },
-    { "error-after", REEL_PROP_INT, offsetof(identity_priv, error_after), "-1", -1, INT32_MAX,
+      .help = "microseconds to sleep per buffer", .flags = REEL_PROP_MUTABLE | REEL_PROP_TEST_HOOK },
+    { "error-after", REEL_PROP_INT, offsetof(identity_priv, error_after), "-1", -1, INT32_MAX, .flags = REEL_PROP_TEST_HOOK,
       .help = "fail on this buffer (counted from 0); -1 never" },
     { NULL },
 };

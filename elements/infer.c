@@ -42,7 +42,7 @@ static const reel_enum_value precisions[] = {
 };
 
 static const reel_prop props[] = {
-    { "model", REEL_PROP_STRING, offsetof(infer_priv, model_spec), NULL,
+    { "model", REEL_PROP_STRING, offsetof(infer_priv, model_spec), NULL, .flags = REEL_PROP_READS_FILE,
       .help = "an .onnx file (a manifest beside it, NAME.reel, gives defaults) or a model zoo name" },
     { "threads", REEL_PROP_INT, offsetof(infer_priv, threads), "1", 0, 256,
       .help = "threads of the model's kernels; 0: one per core (other elements share the cores)" },

@@ -38,8 +38,12 @@ void reel_model_file_clear(reel_model_file *ref);
 int reel_manifest_apply(const char *manifest, const char *group, reel_element *e, GError **error);
 
 // A [model] key of the manifest (g_free it), or NULL when absent. Paths
-// (labels) come back resolved against the manifest's folder when relative.
-char *reel_manifest_model_key(const char *manifest, const char *key, bool is_path);
+// (labels) come back resolved against the manifest's folder; one that leads
+// out of it (absolute, '..', a link pointing out) is NULL with *error set
+// (REEL_EINVAL).
+// Keys of the other groups that name files or URLs are refused by
+// reel_manifest_apply().
+char *reel_manifest_model_key(const char *manifest, const char *key, bool is_path, GError **error);
 
 // The nearest `infer` element downstream of e's output 0 (or upstream of its
 // input 0), looking through elements with one input and one output (queue,

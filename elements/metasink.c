@@ -59,7 +59,7 @@ static const reel_enum_value formats[] = {
 };
 
 static const reel_prop props[] = {
-    { "location", REEL_PROP_STRING, offsetof(metasink_priv, location), NULL,
+    { "location", REEL_PROP_STRING, offsetof(metasink_priv, location), NULL, .flags = REEL_PROP_WRITES_FILE,
       .help = "file to write (created or truncated); - for standard output" },
     { "format", REEL_PROP_ENUM, offsetof(metasink_priv, format), "jsonl", .values = formats,
       .help = "how to write each frame's metadata" },

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/read_file.h"
 #include "elements/manifest.h"
 #include "elements/postprocess.h"
 
@@ -134,7 +135,7 @@ int reel_nms(reel_detection *d, int n, reel_nms_kind kind, float iou, int max)
 char **reel_labels_load(const char *path, int *n, GError **error)
 {
     char *text;
-    if (!g_file_get_contents(path, &text, NULL, error))
+    if (reel_read_text_file(path, "labels file", &text, error) != 0)
         return NULL;
     char **lines = g_strsplit(text, "\n", -1);
     g_free(text);
@@ -166,8 +167,8 @@ int reel_postprocess_apply_manifest(reel_element *e, const char *group, char **l
     int rc = spec && *spec ? reel_model_resolve(spec, &ref, &err) : 0;
     if (rc == 0 && ref.manifest)
         rc = reel_manifest_apply(ref.manifest, group, e, &err);
-    if (rc == 0 && ref.manifest && !*labels)
-        *labels = reel_manifest_model_key(ref.manifest, "labels", true);
+    if (rc == 0 && ref.manifest && !*labels && !(*labels = reel_manifest_model_key(ref.manifest, "labels", true, &err)))
+        rc = err ? REEL_EINVAL : 0;
     if (rc < 0) {
         rc = reel_element_error(e, rc, "%s", err->message);
         g_error_free(err);

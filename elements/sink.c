@@ -38,7 +38,7 @@ typedef struct sink_priv {
 } sink_priv;
 
 static const reel_prop props[] = {
-    { "location", REEL_PROP_STRING, offsetof(sink_priv, location), NULL,
+    { "location", REEL_PROP_STRING, offsetof(sink_priv, location), NULL, .flags = REEL_PROP_WRITES_URL,
       .help = "output file: out.mp4, out.mkv, frame-%05d.png (a numbered image sequence), - (standard output); "
               "a single file is written as LOCATION.part and renamed to LOCATION once finalized" },
     { "format", REEL_PROP_STRING, offsetof(sink_priv, format), NULL,

@@ -84,7 +84,7 @@ static const reel_enum_value rtsp_values[] = {
 };
 
 static const reel_prop props[] = {
-    { "location", REEL_PROP_STRING, offsetof(source_priv, location), NULL,
+    { "location", REEL_PROP_STRING, offsetof(source_priv, location), NULL, .flags = REEL_PROP_READS_URL,
       .help = "file, URL or device to read (in.mp4, rtsp://host/path, /dev/video0)" },
     { "format", REEL_PROP_STRING, offsetof(source_priv, format), NULL,
       .help = "input format name (v4l2, h264, ...); default: guessed from the input" },

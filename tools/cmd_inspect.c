@@ -42,6 +42,17 @@ static void describe(const reel_element_class *k)
         const char *when = p->flags & REEL_PROP_MUTABLE ? "mutable" : "fixed";
         printf("  %-14s %-9s %-8s %s\n", p->name, reel_prop_type_name(p->type), when, p->help ? p->help : "");
         printf("  %-14s %-9s %-8s default: %s; %s\n", "", "", "", p->def ? p->def : "(none)", valid);
+        // What a worker's job policy checks it against (README, Security).
+        const char *names = p->flags & REEL_PROP_READS_FILE    ? "reads a file (policy: beneath the root)"
+                            : p->flags & REEL_PROP_WRITES_FILE ? "writes a file (policy: beneath the root)"
+                            : p->flags & REEL_PROP_READS_URL   ? "reads a file or a URL (policy: root, schemes, hosts)"
+                            : p->flags & REEL_PROP_WRITES_URL  ? "writes a file or a URL (policy: root, schemes, hosts)"
+                            : p->flags & REEL_PROP_NATS_SUBJECT ? "a NATS subject (policy: subjects)"
+                            : p->flags & REEL_PROP_TEST_HOOK   ? "a test hook (policy: test-hooks)"
+                            : p->flags & REEL_PROP_READS_ENV   ? "an environment variable's name (policy: env)"
+                                                               : NULL;
+        if (names)
+            printf("  %-14s %-9s %-8s %s\n", "", "", "", names);
         for (const reel_enum_value *v = p->values; v && v->name; v++)
             if (v->help)
                 printf("  %-14s %-9s %-8s   %-12s %s\n", "", "", "", v->name, v->help);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <glib/gstdio.h>
@@ -243,6 +244,139 @@ static void test_bad_manifest_key(void **state)
     g_free(src);
 }
 
+// Runs FRAME ! preprocess ! infer model=MODEL ! classify CLS; the error
+// must hold `want`.
+static void expect_run_error(const char *model, const char *cls, const char *want)
+{
+    char *text = g_strdup_printf(FRAME "! preprocess ! infer model=%s ! classify %s ! grab", model, cls);
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2), &err);
+    if (p && reel_pipeline_run(p, &err) == 0)
+        fail_msg("%s ran; expected an error with '%s'", text, want);
+    assert_non_null(err);
+    if (!strstr(err->message, want))
+        fail_msg("'%s' lacks '%s'", err->message, want);
+    g_error_free(err);
+    reel_pipeline_destroy(&p);
+    g_ptr_array_set_size(grabbed, 0);
+    g_free(text);
+}
+
+// A copy of tint.onnx as NAME.onnx with a manifest NAME.reel of `text`.
+static char *model_with_manifest(const char *name, const char *text)
+{
+    char *src = in_dir("tint.onnx"), *bytes = NULL, *file = g_strdup_printf("%s.onnx", name);
+    char *reel = g_strdup_printf("%s.reel", name), *copy = in_dir(file);
+    gsize len = 0;
+    assert_true(g_file_get_contents(src, &bytes, &len, NULL));
+    assert_true(g_file_set_contents(copy, bytes, (gssize)len, NULL));
+    write_file(reel, text);
+    g_free(bytes);
+    g_free(src);
+    g_free(file);
+    g_free(reel);
+    return copy;
+}
+
+// Labels are read with a bound: /dev/zero is an error naming the limit,
+// not all of memory.
+static void test_labels_bounded(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    char *model = in_dir("tint.onnx");
+    expect_run_error(model, "labels=/dev/zero",
+                     "labels file '/dev/zero' is larger than the limit of 16777216 bytes (REEL_MAX_TEXT_BYTES)");
+    g_free(model);
+}
+
+// A manifest names no file outside its folder, and no property that names
+// files (those are for the description).
+static void test_manifest_paths_stay_beside(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    char *model = model_with_manifest("bad", "[model]\nlabels = ../tint.txt\n");
+    expect_run_error(model, "", "[model] labels: '../tint.txt' is not beside the manifest");
+    g_free(model);
+    model = model_with_manifest("bad", "[model]\nlabels = /etc/passwd\n");
+    expect_run_error(model, "", "[model] labels: '/etc/passwd' is not beside the manifest");
+    g_free(model);
+    // A link beside the manifest that leads out of its folder.
+    char *link = in_dir("link.txt");
+    assert_int_equal(symlink("/etc/passwd", link), 0);
+    model = model_with_manifest("bad", "[model]\nlabels = link.txt\n");
+    expect_run_error(model, "", "[model] labels: 'link.txt' is not beside the manifest: it leads out");
+    g_unlink(link);
+    g_free(link);
+    g_free(model);
+    model = model_with_manifest("bad", "[classify]\nlabels = tint.txt\n");
+    expect_run_error(model, "", "[classify] labels: a manifest may not name files");
+    g_free(model);
+}
+
+// A zoo model is checked against its manifest's file-sha256 when loaded: a
+// changed file in the model cache is refused, whatever it holds.
+static void test_zoo_checksum_at_load(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    char *zoo = in_dir("zoo"), *model = model_with_manifest("zoo-model", "");
+    assert_int_equal(g_mkdir_with_parents(zoo, 0700), 0);
+    char *bytes = NULL;
+    gsize len = 0;
+    assert_true(g_file_get_contents(model, &bytes, &len, NULL));
+    char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)bytes, len);
+    char *good = g_strdup_printf("[model]\nfile = zoo-model.onnx\nfile-sha256 = %s\nlabels = ../tint.txt\n", sum);
+    char *manifest = g_build_filename(zoo, "tintz.reel", NULL);
+    assert_true(g_file_set_contents(manifest, good, -1, NULL));
+    g_setenv("REEL_ZOO", zoo, TRUE);
+    g_setenv("REEL_MODEL_DIR", dir, TRUE);
+
+    // labels beside the zoo manifest would be ../tint.txt: refused; the
+    // description's labels run.
+    char *labels = g_strdup_printf("labels=%s/tint.txt", dir);
+    char *text = g_strdup_printf(FRAME "! preprocess ! infer model=tintz ! classify %s ! grab", labels);
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2), &err);
+    if (!p || reel_pipeline_run(p, &err) != 0)
+        fail_msg("%s: %s", text, err->message);
+    reel_pipeline_destroy(&p);
+    assert_int_equal(grabbed->len, 1);
+    g_ptr_array_set_size(grabbed, 0);
+
+    // One byte more: the same path, another file.
+    char *longer = g_malloc(len + 1);
+    memcpy(longer, bytes, len);
+    longer[len] = 0;
+    assert_true(g_file_set_contents(model, longer, (gssize)len + 1, NULL));
+    char *want = g_strdup_printf("the manifest pins %s", sum);
+    expect_run_error("tintz", labels, want);
+    g_free(want);
+
+    // A zoo manifest without the pin cannot be checked: refused.
+    assert_true(g_file_set_contents(manifest, "[model]\nfile = zoo-model.onnx\n", -1, NULL));
+    expect_run_error("tintz", labels, "no 'file-sha256' key in [model]");
+
+    g_unsetenv("REEL_ZOO");
+    g_unsetenv("REEL_MODEL_DIR");
+    g_unlink(manifest);
+    g_rmdir(zoo);
+    g_unlink(model);
+    char *zreel = in_dir("zoo-model.reel");
+    g_unlink(zreel);
+    g_free(zreel);
+    g_free(longer);
+    g_free(text);
+    g_free(labels);
+    g_free(manifest);
+    g_free(good);
+    g_free(sum);
+    g_free(bytes);
+    g_free(model);
+    g_free(zoo);
+}
+
 int main(void)
 {
     reel_init();
@@ -252,6 +386,9 @@ int main(void)
         cmocka_unit_test(test_manifest_beside_the_model),
         cmocka_unit_test(test_description_wins),
         cmocka_unit_test(test_bad_manifest_key),
+        cmocka_unit_test(test_labels_bounded),
+        cmocka_unit_test(test_manifest_paths_stay_beside),
+        cmocka_unit_test(test_zoo_checksum_at_load),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     g_ptr_array_free(grabbed, TRUE);
