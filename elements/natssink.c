@@ -12,6 +12,11 @@
 // A lost server: the library reconnects on its own and holds what is
 // published meanwhile (8 MiB); once that is full, or the server is gone at
 // the end, the run fails with a message naming the server.
+//
+// The connection: with `url` and every login and TLS property unset, the
+// one the program shares with the pipeline (REEL_NATS_SHARED_CONNECTION: a
+// worker's, with its login and TLS), borrowed, never closed here; else (or
+// when none is shared) one of its own with those properties.
 #include <string.h>
 
 #include "elements/meta_json.h"
@@ -25,8 +30,11 @@ typedef struct natssink_priv {
     bool jetstream;
     char *url;
     char *stream;
+    char *user, *password_file, *token_file, *nkey_file, *creds, *tls_ca, *tls_cert, *tls_key;
+    bool require_tls;
 
     natsConnection *nc;
+    bool borrowed;        // nc is the pipeline's shared connection: not ours to close
     jsCtx *js;
     GString *line;
     GString *subject_now; // subject with {stream} replaced, reused
@@ -59,11 +67,30 @@ static const reel_prop props[] = {
     { "subject", REEL_PROP_STRING, offsetof(natssink_priv, subject), "reel.meta.{stream}",
       .help = "subject of each frame's message; {stream} is replaced by the stream id (jetstream=true: "
               "within the stream's subjects)",
-      .flags = REEL_PROP_MUTABLE, .check = publishable },
+      .flags = REEL_PROP_MUTABLE | REEL_PROP_NATS_SUBJECT, .check = publishable },
     { "jetstream", REEL_PROP_BOOL, offsetof(natssink_priv, jetstream), "false",
       .help = "store each message in a JetStream stream and wait for the server's acknowledgement" },
-    { "url", REEL_PROP_STRING, offsetof(natssink_priv, url), NULL,
-      .help = "server (default $REEL_NATS_URL, else nats://127.0.0.1:4222)" },
+    { "url", REEL_PROP_STRING, offsetof(natssink_priv, url), NULL, .flags = REEL_PROP_WRITES_URL,
+      .help = "server (default: a worker's own connection, when no login or TLS property is set either; else "
+              "$REEL_NATS_URL, else nats://127.0.0.1:4222); tls://HOST:PORT for TLS" },
+    { "user", REEL_PROP_STRING, offsetof(natssink_priv, user), NULL,
+      .help = "log in as this user, with the password in password-file" },
+    { "password-file", REEL_PROP_STRING, offsetof(natssink_priv, password_file), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "file holding user's password" },
+    { "token-file", REEL_PROP_STRING, offsetof(natssink_priv, token_file), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "log in with the token in this file" },
+    { "nkey-file", REEL_PROP_STRING, offsetof(natssink_priv, nkey_file), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "log in with the user nkey seed (SU...) in this file" },
+    { "creds", REEL_PROP_STRING, offsetof(natssink_priv, creds), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "log in with the user JWT and seed in this .creds file" },
+    { "tls-ca", REEL_PROP_STRING, offsetof(natssink_priv, tls_ca), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "trust the server's certificate when a CA in this PEM file signed it (default: the system's)" },
+    { "tls-cert", REEL_PROP_STRING, offsetof(natssink_priv, tls_cert), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "client certificate (PEM) to present, with tls-key" },
+    { "tls-key", REEL_PROP_STRING, offsetof(natssink_priv, tls_key), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "the client certificate's private key (PEM)" },
+    { "require-tls", REEL_PROP_BOOL, offsetof(natssink_priv, require_tls), "false",
+      .help = "fail unless the connection is TLS (a tls:// url implies it)" },
     { "stream", REEL_PROP_STRING, offsetof(natssink_priv, stream), "REEL_META",
       .help = "JetStream stream the messages go to; created for the subject if missing (jetstream=true)" },
     { NULL },
@@ -125,18 +152,47 @@ static int ensure_stream(reel_element *e, natssink_priv *s)
     return st == NATS_OK ? 0 : fail(e, st, "cannot create the JetStream stream");
 }
 
+static reel_nats_settings settings_of(const natssink_priv *s)
+{
+    return (reel_nats_settings){ .url = s->url, .user = s->user, .password_file = s->password_file,
+                                 .token_file = s->token_file, .nkey_file = s->nkey_file, .creds = s->creds,
+                                 .ca = s->tls_ca, .cert = s->tls_cert, .key = s->tls_key,
+                                 .require_tls = s->require_tls, .element = true };
+}
+
+// Whether any property says how to connect: then natssink connects itself.
+static bool own_connection(const natssink_priv *s)
+{
+    return s->url || s->user || s->password_file || s->token_file || s->nkey_file || s->creds || s->tls_ca ||
+           s->tls_cert || s->tls_key || s->require_tls;
+}
+
+static int open_connection(reel_element *e, natssink_priv *s)
+{
+    if (!own_connection(s)) {
+        s->nc = reel_pipeline_shared(reel_element_pipeline(e), REEL_NATS_SHARED_CONNECTION);
+        s->borrowed = s->nc != NULL;
+        if (s->nc)
+            return 0;
+    }
+    GError *err = NULL;
+    reel_nats_settings settings = settings_of(s);
+    s->nc = reel_nats_connect(&settings, reel_element_name(e), &err);
+    if (s->nc)
+        return 0;
+    int code = reel_element_error(e, err->code == REEL_EINVAL ? REEL_EINVAL : REEL_EIO, "%s", err->message);
+    g_error_free(err);
+    return code;
+}
+
 static int start(reel_element *e)
 {
     natssink_priv *s = reel_element_priv(e);
     if (!s->subject || !*s->subject)
         return reel_element_error(e, REEL_EINVAL, "no subject set");
-    GError *err = NULL;
-    s->nc = reel_nats_connect(s->url, reel_element_name(e), &err);
-    if (!s->nc) {
-        int code = reel_element_error(e, REEL_EIO, "%s", err->message);
-        g_error_free(err);
+    int code = open_connection(e, s);
+    if (code < 0)
         return code;
-    }
     s->line = g_string_new(NULL);
     s->subject_now = g_string_new(NULL);
     if (!s->jetstream)
@@ -207,8 +263,10 @@ static void stop(reel_element *e)
     natssink_priv *s = reel_element_priv(e);
     jsCtx_Destroy(s->js);
     s->js = NULL;
-    natsConnection_Destroy(s->nc);
+    if (!s->borrowed)
+        natsConnection_Destroy(s->nc);
     s->nc = NULL;
+    s->borrowed = false;
     if (s->line)
         g_string_free(s->line, TRUE);
     if (s->subject_now)

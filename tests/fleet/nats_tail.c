@@ -7,6 +7,9 @@
 //   nats_tail URL --stream-add STREAM SUBJ   makes a file-stored stream that keeps SUBJ's messages
 //   nats_tail URL --stream-dump STREAM       prints "SUBJECT DATA" per message it holds, oldest first
 //
+// Before URL, for a server with TLS or a login: --ca FILE, --cert FILE --key
+// FILE, --user NAME --password-file FILE (the file's first line), --creds FILE.
+//
 // It prints "ready" on standard error once subscribed. Exit 0, or 1 on an error.
 #include <nats/nats.h>
 #include <stdbool.h>
@@ -108,8 +111,67 @@ static int tail(natsConnection *nc, const char *subject, long count, long silenc
     return 0;
 }
 
+typedef struct login {
+    const char *ca, *cert, *key, *user, *password_file, *creds;
+} login;
+
+// Takes the leading options; returns how many words they were, -1 on a bad one.
+static int parse_login(int argc, char **argv, login *l)
+{
+    int i = 1;
+    for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i], "--stream-", 9) != 0; i += 2) {
+        const char *o = argv[i], *v = argv[i + 1];
+        if (strcmp(o, "--ca") == 0)
+            l->ca = v;
+        else if (strcmp(o, "--cert") == 0)
+            l->cert = v;
+        else if (strcmp(o, "--key") == 0)
+            l->key = v;
+        else if (strcmp(o, "--user") == 0)
+            l->user = v;
+        else if (strcmp(o, "--password-file") == 0)
+            l->password_file = v;
+        else if (strcmp(o, "--creds") == 0)
+            l->creds = v;
+        else
+            return -1;
+    }
+    return i - 1;
+}
+
+static natsStatus apply_login(natsOptions *opts, const login *l)
+{
+    natsStatus s = NATS_OK;
+    if (l->ca)
+        s = natsOptions_LoadCATrustedCertificates(opts, l->ca);
+    if (s == NATS_OK && l->cert)
+        s = natsOptions_LoadCertificatesChain(opts, l->cert, l->key);
+    if (s == NATS_OK && l->creds)
+        s = natsOptions_SetUserCredentialsFromFiles(opts, l->creds, NULL);
+    if (s == NATS_OK && l->user) {
+        char password[256] = "";
+        FILE *f = l->password_file ? fopen(l->password_file, "r") : NULL;
+        if (!f || !fgets(password, sizeof password, f))
+            s = NATS_INVALID_ARG;
+        if (f)
+            fclose(f);
+        password[strcspn(password, "\r\n")] = '\0';
+        if (s == NATS_OK)
+            s = natsOptions_SetUserInfo(opts, l->user, password);
+    }
+    return s;
+}
+
 int main(int argc, char **argv)
 {
+    login l = { 0 };
+    int skip = parse_login(argc, argv, &l);
+    if (skip < 0) {
+        fprintf(stderr, "nats_tail: bad option; before URL: --ca, --cert, --key, --user, --password-file, --creds\n");
+        return 2;
+    }
+    argc -= skip;
+    argv += skip;
     const char *mode = argc > 2 && strncmp(argv[2], "--stream-", 9) == 0 ? argv[2] : NULL;
     if (argc < 4 || (!mode && argc < 5) || (mode && strcmp(mode, "--stream-add") == 0 && argc < 5)) {
         fprintf(stderr, "usage: nats_tail URL SUBJECT COUNT SILENCE_MS | URL --stream-count|--stream-age|"
@@ -126,6 +188,10 @@ int main(int argc, char **argv)
         s = natsOptions_SetMaxReconnect(opts, -1);
     if (s == NATS_OK)
         s = natsOptions_SetReconnectWait(opts, 50);
+    if (s == NATS_OK)
+        s = apply_login(opts, &l);
+    if (s == NATS_OK && strncmp(argv[1], "tls://", 6) == 0)
+        s = natsOptions_SetSecure(opts, true);
     if (s == NATS_OK)
         s = natsConnection_Connect(&nc, opts);
     natsOptions_Destroy(opts);
