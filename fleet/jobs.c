@@ -6,6 +6,7 @@
 #include "elements/nats_connect.h"
 #include "base/json_read.h"
 #include "base/json.h"
+#include "base/redact.h"
 #include "reel/reel.h"
 
 enum { STATE_HISTORY = 8, WORKER_TTL_DEFAULT_MS = 6000 };
@@ -61,12 +62,12 @@ static int ensure_bucket(fleet *f, kvStore **kv, const char *bucket, int history
     return REEL_EIO;
 }
 
-int fleet_open(fleet *f, const char *url, const char *client, int64_t worker_ttl_ms, GError **error)
+int fleet_open(fleet *f, const reel_nats_settings *nats, const char *client, int64_t worker_ttl_ms, GError **error)
 {
     memset(f, 0, sizeof *f);
-    f->nc = reel_nats_connect(url, client, error);
+    f->nc = reel_nats_connect(nats, client, error);
     if (!f->nc)
-        return REEL_EIO;
+        return error && *error && (*error)->code == REEL_EINVAL ? REEL_EINVAL : REEL_EIO;
     natsStatus s = natsConnection_JetStream(&f->js, f->nc, NULL);
     if (s != NATS_OK)
         return nats_fail(error, s, "cannot use JetStream (is the server started with -js?)");
@@ -156,6 +157,8 @@ fleet_job *fleet_job_from_json(const char *data, int len, GError **error)
     fleet_job *job = NULL;
     if (!id || !*id || !text || (strcmp(kind, "file") != 0 && strcmp(kind, "live") != 0)) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT, "not a job: wanted \"id\", \"pipeline\" and kind file or live");
+    } else if (!fleet_job_id_valid(id)) {
+        g_set_error(error, REEL_ERROR, REEL_EFORMAT, "not a job: its id is not 1 to 128 letters, digits, -, _ or =");
     } else if (inputs && inputs->kind != REEL_JSON_OBJECT) {
         g_set_error(error, REEL_ERROR, REEL_EFORMAT, "not a job: \"inputs\" is not an object");
     } else {
@@ -187,23 +190,28 @@ void fleet_job_free(fleet_job *job)
     g_free(job);
 }
 
-static char *replace_all(char *text, const char *name, const char *value)
+const char **fleet_job_values(const fleet_job *job)
 {
-    char *key = g_strdup_printf("{%s}", name);
-    char **parts = g_strsplit(text, key, -1);
-    char *out = g_strjoinv(value, parts);
-    g_strfreev(parts);
-    g_free(key);
-    g_free(text);
-    return out;
+    guint n = job->inputs ? g_strv_length(job->inputs) : 0;
+    const char **values = g_new0(const char *, n + 3);
+    values[0] = "job";
+    values[1] = job->id;
+    for (guint i = 0; i + 1 < n; i += 2) {
+        values[2 + i] = job->inputs[i];
+        values[3 + i] = job->inputs[i + 1];
+    }
+    return values;
 }
 
-char *fleet_job_text(const fleet_job *job)
+bool fleet_job_id_valid(const char *id)
 {
-    char *text = replace_all(g_strdup(job->pipeline), "job", job->id);
-    for (int i = 0; job->inputs && job->inputs[i] && job->inputs[i + 1]; i += 2)
-        text = replace_all(text, job->inputs[i], job->inputs[i + 1]);
-    return text;
+    size_t n = strlen(id);
+    if (n == 0 || n > 128)
+        return false;
+    for (const char *c = id; *c; c++)
+        if (!g_ascii_isalnum(*c) && !strchr("-_=", *c))
+            return false;
+    return true;
 }
 
 int fleet_submit(fleet *f, const fleet_job *job, GError **error)
@@ -248,7 +256,9 @@ int fleet_state_put(fleet *f, const char *id, fleet_job_kind kind, const char *s
     g_string_append(s, ", \"worker\": ");
     reel_json_string(s, worker);
     g_string_append(s, ", \"error\": ");
-    reel_json_string(s, reason);
+    char *shown = reel_redact(reason, false); // a record others read holds no password
+    reel_json_string(s, shown);
+    g_free(shown);
     g_string_append_printf(s, ", \"attempts\": %d, \"updated\": %.3f}", attempts, g_get_real_time() / 1e6);
     uint64_t rev = 0;
     natsStatus st = kvStore_Put(&rev, f->states, id, s->str, (int)s->len);

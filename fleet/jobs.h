@@ -16,6 +16,8 @@
 #include <glib.h>
 #include <nats/nats.h>
 
+#include "elements/nats_connect.h"
+
 #define FLEET_JOBS_STREAM "REEL_JOBS"
 #define FLEET_JOBS_CONSUMER "reel-workers"
 #define FLEET_STATE_BUCKET "REEL_JOB_STATE"
@@ -39,11 +41,12 @@ typedef struct fleet {
     kvStore *workers;
 } fleet;
 
-// Connects as `client` and makes the stream and the buckets when missing
-// (worker_ttl_ms: how long a worker's health outlives its last report; 0: 6 s;
-// the first to make the bucket sets it).
-// Returns 0, or REEL_EIO with *error set. fleet_close() in any case.
-int fleet_open(fleet *f, const char *url, const char *client, int64_t worker_ttl_ms, GError **error);
+// Connects with `nats` (server, login, TLS) as `client` and makes the
+// stream and the buckets when missing (worker_ttl_ms: how long a worker's
+// health outlives its last report; 0: 6 s; the first to make the bucket sets
+// it). Returns 0, or REEL_EIO (REEL_EINVAL: settings that cannot work) with
+// *error set. fleet_close() in any case.
+int fleet_open(fleet *f, const reel_nats_settings *nats, const char *client, int64_t worker_ttl_ms, GError **error);
 void fleet_close(fleet *f);
 
 // Binds `sub` to the shared pull consumer, created when missing with the
@@ -57,8 +60,13 @@ char *fleet_job_to_json(const fleet_job *job);
 fleet_job *fleet_job_from_json(const char *data, int len, GError **error);
 void fleet_job_free(fleet_job *job);
 const char *fleet_job_kind_name(fleet_job_kind kind);
-// The pipeline text with {job} replaced by the id and each {NAME} by its input.
-char *fleet_job_text(const fleet_job *job);
+// What {NAME} stands for in the job's property values, for
+// reel_pipeline_params.values: "job", the id, then each input (g_free the
+// array only; the strings are the job's).
+const char **fleet_job_values(const fleet_job *job);
+// Whether `id` may name a job: 1 to 128 letters, digits, '-', '_' or '='
+// (a key of the state bucket, safe in a log line).
+bool fleet_job_id_valid(const char *id);
 
 // Records the job as queued, then queues it (the id doubles as the message
 // id: submitting the same job twice queues it once).

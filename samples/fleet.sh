@@ -21,8 +21,11 @@ trap 'exit 0' INT TERM
 
 nats-server -js -a 127.0.0.1 -p $port -sd "$dir/store" >"$dir/nats.log" 2>&1 & pids+=($!)
 sleep 1
+# What the jobs may do (README, Security): files beneath $dir, UDP cameras on this machine.
+printf '[policy]\nroot = %s\nschemes = udp\nhosts = 127.0.0.1\n' "$dir" >"$dir/policy.ini"
 for name in w1 w2 w3; do
-  "$reel" worker --nats $url --name $name --max-jobs 2 --ack-wait 5s 2>>"$dir/workers.log" & pids+=($!)
+  "$reel" worker --nats $url --name $name --max-jobs 2 --ack-wait 5s --policy "$dir/policy.ini" \
+    2>>"$dir/workers.log" & pids+=($!)
 done
 
 # The batch: six short clips made here, each transcoded to 160x120 by a job.
@@ -38,7 +41,7 @@ done
 for cam in 1 2; do
   p=$((5600 + cam))
   "$reel" submit --nats $url --live \
-    "source location=udp://127.0.0.1:$p timeout=30000 ! decode ! natssink subject=reel.meta.cam$cam url=$url" \
+    "source location=udp://127.0.0.1:$p timeout=30000 ! decode ! natssink subject=reel.meta.cam$cam" \
     >/dev/null
   ffmpeg -hide_banner -loglevel error -re -f lavfi -i testsrc=size=320x240:rate=25 -t 600 -c:v libx264 -g 25 \
     -bf 0 -pix_fmt yuv420p -f mpegts "udp://127.0.0.1:$p?pkt_size=1316" 2>>"$dir/ffmpeg.log" & pids+=($!)

@@ -5,18 +5,20 @@
 #include <unistd.h>
 
 #include "base/json_read.h"
+#include "base/redact.h"
 #include "fleet/jobs.h"
 #include "base/json.h"
 #include "reel/reel.h"
 #include "tools/cli.h"
 
 static const char jobs_usage[] =
-    "usage: reel jobs [--nats URL] [--watch] [--json]\n"
+    "usage: reel jobs [--nats URL] [--watch] [--json] [NATS OPTIONS]\n"
     "\n"
-    "  --nats URL   the NATS server (default $REEL_NATS_URL, else nats://127.0.0.1:4222)\n"
     "  --watch      show them again every second, until interrupted\n"
     "  --json       {\"jobs\": [...], \"workers\": [...]}: each job's state and each worker's\n"
-    "               last health report as stored\n";
+    "               last health report as stored\n"
+    "\n"
+    REEL_NATS_USAGE;
 
 // Every value of a bucket, parsed, oldest update first.
 static GPtrArray *read_bucket(kvStore *kv)
@@ -85,15 +87,27 @@ static void print_list_json(GString *out, const char *name, GPtrArray *items)
     g_string_append_c(out, ']');
 }
 
+// A string member as it may be shown on a terminal: control characters
+// escaped, URL credentials hidden. Kept in `keep` until the table is out.
+static const char *field(GPtrArray *keep, const reel_json_value *v, const char *key, const char *def)
+{
+    char *hidden = reel_redact(reel_json_member_string(v, key, def), false);
+    GString *s = g_string_new(NULL);
+    reel_escape_control(s, hidden);
+    g_free(hidden);
+    g_ptr_array_add(keep, s->str);
+    return g_string_free(s, FALSE);
+}
+
 static void print_tables(GPtrArray *jobs, GPtrArray *workers)
 {
+    GPtrArray *keep = g_ptr_array_new_with_free_func(g_free);
     printf("%-20s %-5s %-8s %-20s %8s  %s\n", "JOB", "KIND", "STATE", "WORKER", "ATTEMPTS", "ERROR");
     for (guint i = 0; i < jobs->len; i++) {
         const reel_json_value *j = g_ptr_array_index(jobs, i);
-        printf("%-20s %-5s %-8s %-20s %8.0f  %s\n", reel_json_member_string(j, "id", "?"),
-               reel_json_member_string(j, "kind", "?"), reel_json_member_string(j, "state", "?"),
-               reel_json_member_string(j, "worker", ""), reel_json_member_number(j, "attempts", 0),
-               reel_json_member_string(j, "error", ""));
+        printf("%-20s %-5s %-8s %-20s %8.0f  %s\n", field(keep, j, "id", "?"), field(keep, j, "kind", "?"),
+               field(keep, j, "state", "?"), field(keep, j, "worker", ""), reel_json_member_number(j, "attempts", 0),
+               field(keep, j, "error", ""));
     }
     printf("\n%-20s %-10s %8s %6s %6s  %s\n", "WORKER", "DEVICE", "RUNNING", "DONE", "FAILED", "JOBS (frames/s)");
     for (guint i = 0; i < workers->len; i++) {
@@ -102,16 +116,17 @@ static void print_tables(GPtrArray *jobs, GPtrArray *workers)
         GString *list = g_string_new(NULL);
         for (guint k = 0; running && running->kind == REEL_JSON_ARRAY && k < running->items->len; k++) {
             const reel_json_value *r = g_ptr_array_index(running->items, k);
-            g_string_append_printf(list, "%s%s %.1f", k ? ", " : "", reel_json_member_string(r, "id", "?"),
+            g_string_append_printf(list, "%s%s %.1f", k ? ", " : "", field(keep, r, "id", "?"),
                                    reel_json_member_number(r, "fps", 0));
         }
         const reel_json_value *draining = reel_json_member(w, "draining");
-        printf("%-20s %-10s %8.0f %6.0f %6.0f  %s%s\n", reel_json_member_string(w, "name", "?"),
-               reel_json_member_string(w, "device", "?"), reel_json_member_number(w, "jobs_running", 0),
-               reel_json_member_number(w, "jobs_done", 0), reel_json_member_number(w, "jobs_failed", 0), list->str,
+        printf("%-20s %-10s %8.0f %6.0f %6.0f  %s%s\n", field(keep, w, "name", "?"), field(keep, w, "device", "?"),
+               reel_json_member_number(w, "jobs_running", 0), reel_json_member_number(w, "jobs_done", 0),
+               reel_json_member_number(w, "jobs_failed", 0), list->str,
                draining && draining->boolean ? " (stopping)" : "");
         g_string_free(list, TRUE);
     }
+    g_ptr_array_free(keep, TRUE);
 }
 
 static void show(fleet *f, bool json)
@@ -136,14 +151,20 @@ static void show(fleet *f, bool json)
 
 int cmd_jobs(int argc, char **argv)
 {
-    const char *url = NULL;
+    reel_nats_settings nats = { 0 };
     bool watch = false, json = false;
+    GError *err = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        int took = reel_nats_settings_option(&nats, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &err);
+        if (took < 0) {
+            fprintf(stderr, "reel jobs: %s\n\n%s", err->message, jobs_usage);
+            g_error_free(err);
+            return EXIT_USAGE;
+        } else if (took > 0) {
+            i += took - 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(jobs_usage, stdout);
             return EXIT_OK;
-        } else if (strcmp(argv[i], "--nats") == 0 && i + 1 < argc) {
-            url = argv[++i];
         } else if (strcmp(argv[i], "--watch") == 0) {
             watch = true;
         } else if (strcmp(argv[i], "--json") == 0) {
@@ -153,9 +174,13 @@ int cmd_jobs(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
+    if (reel_nats_settings_check(&nats, &err) < 0) {
+        fprintf(stderr, "reel jobs: %s\n", err->message);
+        g_error_free(err);
+        return EXIT_USAGE;
+    }
     fleet f;
-    GError *err = NULL;
-    if (fleet_open(&f, url, "reel-jobs", 0, &err) < 0) {
+    if (fleet_open(&f, &nats, "reel-jobs", 0, &err) < 0) {
         fprintf(stderr, "reel jobs: %s\n", err->message);
         g_error_free(err);
         fleet_close(&f);

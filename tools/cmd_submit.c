@@ -13,31 +13,23 @@ static const char submit_usage[] =
     "Options may come before or after the description; after '--' every word is\n"
     "the description's.\n"
     "\n"
-    "  --nats URL        the NATS server (default $REEL_NATS_URL, else nats://127.0.0.1:4222)\n"
     "  -f, --file FILE   read the description from FILE\n"
     "  --input NAME=VALUE\n"
     "                    replace {NAME} in the description (repeatable); {job} is the job's id\n"
     "  --live            a live job (a camera): kept running, moved to another worker when its own dies\n"
     "  --id ID           the job's id (default: a new one); the same id twice queues one job\n"
     "\n"
+    REEL_NATS_USAGE
+    "\n"
     "Prints the job's id. `reel jobs` shows its state.\n";
 
 typedef struct submit_opts {
-    const char *url, *file, *id;
+    const char *file, *id;
+    reel_nats_settings nats;
     bool live;
     GPtrArray *inputs; // NAME, VALUE, ...
     GPtrArray *words;  // the description's, NULL-terminated
 } submit_opts;
-
-static bool valid_id(const char *id)
-{
-    if (!*id || strlen(id) > 128)
-        return false;
-    for (const char *c = id; *c; c++)
-        if (!g_ascii_isalnum(*c) && !strchr("-_=", *c))
-            return false;
-    return true;
-}
 
 // Options may come before or after the description, as GNU tools take
 // them; the other words are the description's, and so is every word after
@@ -61,11 +53,20 @@ static int parse_opts(int argc, char **argv, submit_opts *o)
             o->live = true;
             continue;
         }
-        if (strcmp(a, "--nats") == 0 && v)
-            o->url = v;
-        else if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && v)
+        GError *err = NULL;
+        int took = reel_nats_settings_option(&o->nats, a, v, &err);
+        if (took < 0) {
+            fprintf(stderr, "reel submit: %s\n\n%s", err->message, submit_usage);
+            g_error_free(err);
+            return -1;
+        }
+        if (took > 0) {
+            i += took - 1;
+            continue;
+        }
+        if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && v)
             o->file = v;
-        else if (strcmp(a, "--id") == 0 && v && valid_id(v))
+        else if (strcmp(a, "--id") == 0 && v && fleet_job_id_valid(v))
             o->id = v;
         else if (strcmp(a, "--input") == 0 && eq && eq > v) {
             g_ptr_array_add(o->inputs, g_strndup(v, (gsize)(eq - v)));
@@ -88,7 +89,7 @@ static int submit(const submit_opts *o, char *text)
     job.inputs = (char **)o->inputs->pdata;
     fleet f;
     GError *err = NULL;
-    int rc = fleet_open(&f, o->url, "reel-submit", 0, &err);
+    int rc = fleet_open(&f, &o->nats, "reel-submit", 0, &err);
     if (rc == 0)
         rc = fleet_submit(&f, &job, &err);
     fleet_close(&f);
@@ -118,6 +119,9 @@ int cmd_submit(int argc, char **argv)
         // usage printed
     } else if ((o.file != NULL) == has_words) {
         fprintf(stderr, "reel submit: give a description or -f FILE (one of them)\n\n%s", submit_usage);
+    } else if (reel_nats_settings_check(&o.nats, &err) < 0) {
+        fprintf(stderr, "reel submit: %s\n", err->message);
+        g_error_free(err);
     } else if (o.file && !g_file_get_contents(o.file, &text, NULL, &err)) {
         fprintf(stderr, "reel submit: %s\n", err->message);
         g_error_free(err);

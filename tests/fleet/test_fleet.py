@@ -143,8 +143,18 @@ def submit(url, *args):
     return r.stdout.strip()
 
 
+def test_policy(tmp):
+    """What these cases' jobs need: files beneath tmp, a UDP camera, identity's error-after."""
+    path = os.path.join(tmp, "policy.ini")
+    with open(path, "w") as f:
+        f.write(f"[policy]\nroot = {tmp}\nschemes = udp\nhosts = 127.0.0.1\ntest-hooks = true\n")
+    return path
+
+
 def worker(tmp, url, name, *extra):
     log = os.path.join(tmp, f"worker-{name}.log")
+    if "--policy" not in extra:
+        extra = ("--policy", test_policy(tmp), *extra)
     p = spawn([REEL, "worker", "--nats", url, "--name", name, "--ack-wait", ACK_WAIT, "--retry-delay", "500ms",
                "--health-every", "500ms", *extra], log)
     p.log = log
@@ -330,7 +340,7 @@ def case_live(tmp):
     tail = Tail(tmp, srv.url, "reel.meta.cam1", 15000)
     a = worker(tmp, srv.url, "a")
     job = submit(srv.url, "--live", f"source location=udp://127.0.0.1:{port} timeout=20000 ! decode "
-                                    f"! natssink subject=reel.meta.cam1 url={srv.url}")
+                                    "! natssink subject=reel.meta.cam1")  # the worker's connection
     wait_for("the camera job on a", lambda: states(srv.url)[job]["state"] == "running", 20)
     b = worker(tmp, srv.url, "b")
     sender = spawn(["ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i",
