@@ -5,26 +5,42 @@
 
 #include <libavutil/opt.h>
 
-enum { CODEC_H264, CODEC_HEVC, CODEC_MJPEG, CODEC_FFV1, CODEC_PNG, CODEC_RAWVIDEO };
-
-static const reel_enum_value codecs[] = {
-    { "h264", CODEC_H264, "H.264 with libx264" },
-    { "hevc", CODEC_HEVC, "H.265 with libx265" },
-    { "mjpeg", CODEC_MJPEG, "Motion JPEG (full-range yuvj420p)" },
-    { "ffv1", CODEC_FFV1, "FFV1, lossless" },
-    { "png", CODEC_PNG, "PNG images, lossless (rgb24, rgba, gray8)" },
-    { "rawvideo", CODEC_RAWVIDEO, "uncompressed frames" },
-    { NULL },
+// Short names for the encoders reel has always offered; any other name is
+// FFmpeg's: an encoder (mpeg4, libvpx-vp9, libsvtav1, h264_nvenc) or a
+// codec, which then gets FFmpeg's default encoder for it (vp9, av1).
+static const struct {
+    const char *name, *encoder;
+} aliases[] = {
+    { "h264", "libx264" },
+    { "hevc", "libx265" },
 };
 
-// FFmpeg encoder for each codec above.
-static const char *const encoder_names[] = {
-    [CODEC_H264] = "libx264", [CODEC_HEVC] = "libx265", [CODEC_MJPEG] = "mjpeg",
-    [CODEC_FFV1] = "ffv1",    [CODEC_PNG] = "png",      [CODEC_RAWVIDEO] = "rawvideo",
-};
+// The video encoder `name` stands for, or NULL.
+static const AVCodec *encoder_for(const char *name)
+{
+    if (!name || !*name)
+        return NULL;
+    for (size_t i = 0; i < G_N_ELEMENTS(aliases); i++)
+        if (strcmp(name, aliases[i].name) == 0)
+            name = aliases[i].encoder;
+    const AVCodec *c = avcodec_find_encoder_by_name(name);
+    if (!c) {
+        const AVCodecDescriptor *d = avcodec_descriptor_get_by_name(name);
+        c = d ? avcodec_find_encoder(d->id) : NULL;
+    }
+    return c && c->type == AVMEDIA_TYPE_VIDEO ? c : NULL;
+}
+
+static const char *known_encoder(const void *value)
+{
+    return encoder_for(*(char *const *)value) ? NULL
+           : "a video encoder of this FFmpeg (`ffmpeg -encoders`): h264, hevc, mjpeg, ffv1, png, rawvideo, "
+             "mpeg4, libvpx-vp9, libsvtav1..., or a codec (vp9, av1) for its default encoder";
+}
 
 typedef struct encode_priv {
-    int codec;
+    char *codec;
+    char *options;
     int bitrate;
     int crf;
     char *preset;
@@ -39,8 +55,12 @@ typedef struct encode_priv {
 } encode_priv;
 
 static const reel_prop props[] = {
-    { "codec", REEL_PROP_ENUM, offsetof(encode_priv, codec), "h264", .values = codecs,
-      .help = "compression format" },
+    { "codec", REEL_PROP_STRING, offsetof(encode_priv, codec), "h264", .check = known_encoder,
+      .help = "h264 (libx264), hevc (libx265), mjpeg, ffv1, png, rawvideo, or any video encoder of FFmpeg by name "
+              "(mpeg4, libvpx-vp9, libsvtav1, h264_nvenc...) or codec (vp9, av1)" },
+    { "options", REEL_PROP_STRING, offsetof(encode_priv, options), NULL,
+      .help = "the encoder's own options, KEY=VALUE:KEY=VALUE (`ffmpeg -h encoder=NAME`); "
+              "one the encoder does not take is warned about" },
     { "bitrate", REEL_PROP_INT, offsetof(encode_priv, bitrate), "0", 0, INT32_MAX,
       .help = "target bits per second (2M, 500k); 0: the encoder's default" },
     { "crf", REEL_PROP_INT, offsetof(encode_priv, crf), "-1", -1, 63,
@@ -56,7 +76,7 @@ static const reel_prop props[] = {
 
 static const AVCodec *find_encoder(const encode_priv *s)
 {
-    return avcodec_find_encoder_by_name(encoder_names[s->codec]);
+    return encoder_for(s->codec);
 }
 
 static int want(reel_element *e, int pad, reel_caps *want)
@@ -75,7 +95,7 @@ static int want(reel_element *e, int pad, reel_caps *want)
     mask &= REEL_PIXFMT_MASK_ALL;
     // mjpeg lists limited-range yuv too but refuses it unless told to write
     // non-standard files, which decoders then show washed out.
-    if (s->codec == CODEC_MJPEG)
+    if (codec->id == AV_CODEC_ID_MJPEG)
         mask &= ~(REEL_PIXFMT_BIT(REEL_PIXFMT_YUV420P) | REEL_PIXFMT_BIT(REEL_PIXFMT_YUV422P)
                   | REEL_PIXFMT_BIT(REEL_PIXFMT_YUV444P));
     want->pixfmts &= mask;
@@ -90,7 +110,7 @@ static int configure(reel_element *e, int pad, reel_caps *out)
     const AVCodec *codec = find_encoder(s);
     out->media = REEL_MEDIA_VIDEO_ENCODED;
     out->memory = REEL_MEMORY_HOST;
-    g_strlcpy(out->codec, codec ? avcodec_get_name(codec->id) : codecs[s->codec].name, sizeof out->codec);
+    g_strlcpy(out->codec, codec ? avcodec_get_name(codec->id) : s->codec, sizeof out->codec);
     out->width = in->width;
     out->height = in->height;
     out->framerate = in->framerate;
@@ -101,8 +121,7 @@ static int start(reel_element *e)
 {
     encode_priv *s = reel_element_priv(e);
     if (!find_encoder(s))
-        return reel_element_error(e, REEL_EUNSUPPORTED, "this FFmpeg has no %s encoder (%s)",
-                                  codecs[s->codec].name, encoder_names[s->codec]);
+        return reel_element_error(e, REEL_EUNSUPPORTED, "this FFmpeg has no %s encoder", s->codec);
     s->frame = av_frame_alloc();
     s->pkt = av_packet_alloc();
     s->par_sent = false;
@@ -140,21 +159,27 @@ static int open_encoder(reel_element *e, const reel_buffer *buf)
     if (s->gop > 0)
         c->gop_size = s->gop;
     c->thread_count = s->threads;
-    // mp4 and mkv keep SPS/PPS (and ffv1's header) out of band; the sink
-    // puts them back in-band for containers that need that.
-    if (s->codec == CODEC_H264 || s->codec == CODEC_HEVC || s->codec == CODEC_FFV1)
+    // mp4 and mkv keep a codec's headers (SPS/PPS, ffv1's) out of band; the
+    // sink puts them back in-band for containers that need that. Image
+    // codecs have none.
+    const AVCodecDescriptor *desc = avcodec_descriptor_get(codec->id);
+    if (codec->id == AV_CODEC_ID_FFV1 || !desc || !(desc->props & AV_CODEC_PROP_INTRA_ONLY))
         c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
 
     AVDictionary *opts = NULL;
+    if (s->options && *s->options && av_dict_parse_string(&opts, s->options, "=", ":", 0) < 0) {
+        av_dict_free(&opts);
+        return reel_element_error(e, REEL_EINVAL, "options '%s' are not KEY=VALUE:KEY=VALUE", s->options);
+    }
     if (s->crf >= 0)
         av_dict_set_int(&opts, "crf", s->crf, 0);
     if (s->preset && *s->preset)
         av_dict_set(&opts, "preset", s->preset, 0);
     // x264 and x265 report settings and statistics at info level on every
     // run; a pipeline's stderr is for reel's own summary. Warnings remain.
-    if (s->codec == CODEC_H264)
+    if (strcmp(codec->name, "libx264") == 0 && !av_dict_get(opts, "x264-params", NULL, 0))
         av_dict_set(&opts, "x264-params", "log=1", 0);
-    if (s->codec == CODEC_HEVC)
+    if (strcmp(codec->name, "libx265") == 0 && !av_dict_get(opts, "x265-params", NULL, 0))
         av_dict_set(&opts, "x265-params", "log-level=warning", 0);
     int ret = avcodec_open2(c, codec, &opts);
     if (ret < 0) {
@@ -290,7 +315,8 @@ static void stop(reel_element *e)
 
 const reel_element_class reel_encode_class = {
     .name = "encode",
-    .description = "Encodes raw video (h264, hevc, mjpeg, ffv1, png, rawvideo) with libavcodec",
+    .description = "Encodes raw video with any of libavcodec's video encoders (h264, hevc, mjpeg, ffv1, png, "
+                   "rawvideo, mpeg4, vp9, av1...)",
     .priv_size = sizeof(encode_priv),
     .props = props,
     .min_inputs = 1, .max_inputs = 1,

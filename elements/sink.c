@@ -7,8 +7,8 @@
 // into place once finalized (end of stream, error, Ctrl-C or SIGTERM: the
 // trailer first, then the rename), so a run killed outright never leaves a
 // half-written file under the final name: only the .part. Image sequences,
-// standard output (location=-), URLs and files that are not regular (a
-// FIFO, /dev/null) are written directly.
+// HLS, standard output (location=-), URLs and files that are not regular
+// (a FIFO, /dev/null) are written directly.
 #include "elements/av_common.h"
 
 #include <errno.h>
@@ -24,6 +24,7 @@
 typedef struct sink_priv {
     char *location;
     char *format;
+    char *options;
 
     const AVOutputFormat *ofmt;
     AVIOContext *pb;       // opened in start, so an unwritable path fails early
@@ -33,6 +34,8 @@ typedef struct sink_priv {
     AVRational tb;         // time base of the packets coming in
     bool header_written;
     bool write_failed;     // a packet could not be written: the output is incomplete
+    bool proto_opened;        // reel opened the protocol (not the muxer itself)
+    AVDictionary *proto_left; // ... and these options it did not take
     char *part_path;       // the temporary name written to, or NULL when writing directly
     char *final_path;      // where part_path goes when finalized (location, or its link's target)
 } sink_priv;
@@ -42,9 +45,51 @@ static const reel_prop props[] = {
       .help = "output file: out.mp4, out.mkv, frame-%05d.png (a numbered image sequence), - (standard output); "
               "a single file is written as LOCATION.part and renamed to LOCATION once finalized" },
     { "format", REEL_PROP_STRING, offsetof(sink_priv, format), NULL,
-      .help = "container (mp4, matroska, nut, mpegts, image2, ...); default: from the file name" },
+      .help = "container (mp4, matroska, nut, mpegts, hls, flv, image2, ...); default: from the file name "
+              "(.m3u8: HLS), or the URL's scheme (rtmp: flv, srt and udp: mpegts, rtsp: rtsp)" },
+    { "options", REEL_PROP_STRING, offsetof(sink_priv, options), NULL,
+      .help = "the container's and the protocol's own options, KEY=VALUE:KEY=VALUE (`ffmpeg -h muxer=hls`: "
+              "hls_time=2:hls_list_size=6:hls_flags=delete_segments); one neither takes is warned about" },
     { NULL },
 };
+
+// Containers for the URLs that name a protocol, not a file.
+static const struct {
+    const char *scheme, *format;
+} scheme_formats[] = {
+    { "rtmp", "flv" }, { "rtmps", "flv" }, { "srt", "mpegts" }, { "udp", "mpegts" },
+    { "tcp", "mpegts" }, { "rtsp", "rtsp" }, { "rtsps", "rtsp" },
+};
+
+static const AVOutputFormat *guess_format(const sink_priv *s)
+{
+    if (s->format && *s->format)
+        return av_guess_format(s->format, NULL, NULL);
+    for (size_t i = 0; i < G_N_ELEMENTS(scheme_formats); i++) {
+        size_t n = strlen(scheme_formats[i].scheme);
+        if (g_ascii_strncasecmp(s->location, scheme_formats[i].scheme, n) == 0 && s->location[n] == ':')
+            return av_guess_format(scheme_formats[i].format, NULL, NULL);
+    }
+    return av_guess_format(NULL, s->location, NULL);
+}
+
+// A local path (not a URL, not standard output).
+static bool is_local(const char *location)
+{
+    // rtsp:// is a muxer, not a protocol avio knows: "://" says URL too.
+    const char *proto = avio_find_protocol_name(location);
+    return strcmp(location, "-") != 0 && (proto ? strcmp(proto, "file") == 0 : !strstr(location, "://"));
+}
+
+// The options property as a dictionary (*opts NULL when unset).
+static int parse_options(reel_element *e, const sink_priv *s, AVDictionary **opts)
+{
+    *opts = NULL;
+    if (!s->options || !*s->options || av_dict_parse_string(opts, s->options, "=", ":", 0) >= 0)
+        return 0;
+    av_dict_free(opts);
+    return reel_element_error(e, REEL_EINVAL, "options '%s' are not KEY=VALUE:KEY=VALUE", s->options);
+}
 
 static const char part_suffix[] = ".part";
 
@@ -80,8 +125,7 @@ static int start(reel_element *e)
     sink_priv *s = reel_element_priv(e);
     if (!s->location || !*s->location)
         return reel_element_error(e, REEL_EINVAL, "no location set: where should the output go?");
-    s->ofmt = av_guess_format(s->format && *s->format ? s->format : NULL,
-                              s->format && *s->format ? NULL : s->location, NULL);
+    s->ofmt = guess_format(s);
     if (!s->ofmt) {
         if (s->format && *s->format)
             return reel_element_error(e, REEL_EUNSUPPORTED, "this FFmpeg has no '%s' container", s->format);
@@ -96,24 +140,35 @@ static int start(reel_element *e)
     if (d && avformat_query_codec(s->ofmt, d->id, FF_COMPLIANCE_EXPERIMENTAL) == 0)
         return reel_element_error(e, REEL_EUNSUPPORTED, "the %s container cannot hold %s (for '%s')",
                                   s->ofmt->name, d->name, s->location);
-    if (s->ofmt->flags & AVFMT_NOFILE) {
-        // The muxer opens its files itself (an image sequence): their
-        // directory must be writable.
+    // Options are checked now; the protocol takes its own (srt's latency,
+    // rtmp's) when it opens, the container the rest at its header.
+    AVDictionary *opts = NULL;
+    int rc = parse_options(e, s, &opts);
+    if (rc < 0)
+        return rc;
+    if ((s->ofmt->flags & AVFMT_NOFILE) && is_local(s->location)) {
+        // The muxer opens its files itself (an image sequence, HLS
+        // segments): their directory must be writable.
         char *dir = g_path_get_dirname(s->location);
         int ok = g_access(dir, W_OK) == 0;
         int err = errno;
         g_free(dir);
         if (!ok)
-            return reel_element_error(e, REEL_EIO, "cannot write '%s': %s", s->location, g_strerror(err));
-    } else {
+            rc = reel_element_error(e, REEL_EIO, "cannot write '%s': %s", s->location, g_strerror(err));
+    } else if (!(s->ofmt->flags & AVFMT_NOFILE)) {
         const char *url = choose_target(s);
-        int ret = avio_open(&s->pb, url, AVIO_FLAG_WRITE);
+        int ret = avio_open2(&s->pb, url, AVIO_FLAG_WRITE, NULL, &opts);
+        s->proto_left = g_steal_pointer(&opts);
+        s->proto_opened = true;
         if (ret < 0 && s->part_path)
-            return reel_element_error(e, REEL_EIO, "cannot write '%s' (via '%s'): %s", s->location, s->part_path,
-                                      reel_av_err(ret));
-        if (ret < 0)
-            return reel_element_error(e, REEL_EIO, "cannot write '%s': %s", s->location, reel_av_err(ret));
+            rc = reel_element_error(e, REEL_EIO, "cannot write '%s' (via '%s'): %s", s->location, s->part_path,
+                                    reel_av_err(ret));
+        else if (ret < 0)
+            rc = reel_element_error(e, REEL_EIO, "cannot write '%s': %s", s->location, reel_av_err(ret));
     }
+    av_dict_free(&opts);
+    if (rc < 0)
+        return rc;
     s->pkt = av_packet_alloc();
     s->tb = (AVRational){ 0, 1 };
     s->write_failed = false;
@@ -196,10 +251,18 @@ static int open_output(reel_element *e, const reel_buffer *buf)
     if (!(s->ofmt->flags & AVFMT_NOFILE))
         s->oc->pb = g_steal_pointer(&s->pb);
     AVDictionary *opts = NULL;
+    if ((ret = parse_options(e, s, &opts)) < 0)
+        return ret;
     // One image file without a number in its name: keep overwriting it.
     if (strcmp(s->ofmt->name, "image2") == 0 && !strchr(s->location, '%'))
         av_dict_set(&opts, "update", "1", 0);
     ret = avformat_write_header(s->oc, &opts);
+    // What neither the protocol nor the container took was meant for
+    // something else: say so rather than ignore it.
+    const AVDictionaryEntry *t = NULL;
+    while ((t = av_dict_get(opts, "", t, AV_DICT_IGNORE_SUFFIX)))
+        if (!s->proto_opened || av_dict_get(s->proto_left, t->key, NULL, 0))
+            reel_element_warning(e, "the %s container ignores %s=%s", s->ofmt->name, t->key, t->value);
     av_dict_free(&opts);
     if (ret < 0)
         return reel_element_error(e, REEL_EFORMAT, "cannot write a %s header for %s to '%s': %s", s->ofmt->name,
@@ -343,6 +406,8 @@ static void close_output(reel_element *e)
     s->oc = NULL;
     av_bsf_free(&s->bsf);
     av_packet_free(&s->pkt);
+    av_dict_free(&s->proto_left);
+    s->proto_opened = false;
     s->header_written = false;
 }
 
@@ -353,7 +418,8 @@ static void stop(reel_element *e)
 
 const reel_element_class reel_sink_class = {
     .name = "sink",
-    .description = "Writes encoded video to a file (mp4, mkv, nut, avi, ts, image sequences) with libavformat",
+    .description = "Writes encoded video with libavformat: a file (mp4, mkv, nut, avi, ts, image sequences), HLS "
+                   "(.m3u8 and segments), or a stream pushed to rtmp://, srt://, rtsp://, udp://",
     .priv_size = sizeof(sink_priv),
     .props = props,
     .min_inputs = 1, .max_inputs = 1,
