@@ -15,6 +15,7 @@
 #include <libavutil/mathematics.h>
 
 enum { LIVE_AUTO, LIVE_TRUE, LIVE_FALSE };
+enum { ON_FAILURE_AUTO, ON_FAILURE_RETRY, ON_FAILURE_DROP, ON_FAILURE_FAIL };
 enum { RTSP_AUTO, RTSP_TCP, RTSP_UDP };
 
 // Backoff between reconnect attempts doubles up to this (or retry-delay,
@@ -41,6 +42,7 @@ typedef struct source_priv {
     int timeout_ms;
     int retry_max;
     int retry_delay_ms;
+    int on_failure;
     int num_buffers;
 
     AVFormatContext *fmt;
@@ -67,12 +69,23 @@ typedef struct source_priv {
     int64_t last_dts;      // out_tb, of the last packet sent; AV_NOPTS_VALUE before any (or without dts)
     int64_t max_ts;        // out_tb, the latest pts or dts sent; AV_NOPTS_VALUE before any
     int64_t last_sent_us;  // monotonic time a packet was last sent
+    int64_t reconnects;    // reconnect attempts this run
+    int failure;           // on_failure resolved at start: RETRY, DROP or FAIL
 } source_priv;
 
 static const reel_enum_value live_values[] = {
     { "auto", LIVE_AUTO, "live for network URLs (rtsp, udp, rtp, srt, tcp, http) and capture devices" },
     { "true", LIVE_TRUE, "a live input: no frame count, no looping, no demuxer buffering" },
     { "false", LIVE_FALSE, "a file: read as fast as downstream takes it" },
+    { NULL },
+};
+
+static const reel_enum_value on_failure_values[] = {
+    { "auto", ON_FAILURE_AUTO, "retry for a live input in a pipeline with other sources (unless retry-max is set), "
+                               "else fail" },
+    { "retry", ON_FAILURE_RETRY, "reconnect forever, whatever retry-max says; the other streams run meanwhile" },
+    { "drop", ON_FAILURE_DROP, "after retry-max attempts, end this stream only; the others go on" },
+    { "fail", ON_FAILURE_FAIL, "after retry-max attempts, fail the run" },
     { NULL },
 };
 
@@ -105,6 +118,8 @@ static const reel_prop props[] = {
     { "retry-delay", REEL_PROP_INT, offsetof(source_priv, retry_delay_ms), "500", 1, 3600000,
       .help = "live: milliseconds before the first reconnect attempt; doubles per attempt up to 10 s "
               "(or retry-delay, when longer)" },
+    { "on-failure", REEL_PROP_ENUM, offsetof(source_priv, on_failure), "auto", .values = on_failure_values,
+      .help = "live: what a lost stream does once reconnecting has not brought it back" },
     { "num-buffers", REEL_PROP_INT, offsetof(source_priv, num_buffers), "-1", -1, INT32_MAX,
       .help = "packets of the stream to send, over all loops, then end the stream; -1: all" },
     { NULL },
@@ -257,6 +272,8 @@ static int connect_input(reel_element *e, char **why)
     return 0;
 }
 
+static int resolve_failure(reel_element *e);
+
 static int open_input(reel_element *e)
 {
     source_priv *s = reel_element_priv(e);
@@ -268,12 +285,18 @@ static int open_input(reel_element *e)
     if (!s->location || !*s->location)
         return reel_element_error(e, REEL_EINVAL, "no input: set location=FILE or URL");
     char *why = NULL;
+    s->reconnects = 0;
+    if (is_live_input(s, NULL))
+        reel_element_set_input_state(e, REEL_INPUT_CONNECTING, 0);
     int rc = connect_input(e, &why);
+    if (s->is_live)
+        reel_element_set_input_state(e, rc < 0 ? REEL_INPUT_ENDED : REEL_INPUT_LIVE, 0);
     if (rc < 0) {
         rc = reel_element_error(e, rc, "%s", why);
         g_free(why);
         return rc;
     }
+    s->failure = resolve_failure(e);
     if (s->start_time > 0 && (rc = seek_start(s)) < 0)
         reel_element_warning(e, "cannot seek to %.3f s in '%s' (%s); starting at the beginning", s->start_time,
                              s->location, reel_av_err(rc));
@@ -518,41 +541,68 @@ static void update_caps(reel_element *e)
         s->out_caps = c;
 }
 
+// The attempts a lost stream gets, or -1 for no end.
+static int attempts_allowed(const source_priv *s)
+{
+    return s->failure == ON_FAILURE_RETRY ? -1 : s->retry_max;
+}
+
 static const char *attempts_text(const source_priv *s, char *buf, size_t size)
 {
-    if (s->retry_max < 0)
+    if (attempts_allowed(s) < 0)
         return "unlimited";
     g_snprintf(buf, size, "%d", s->retry_max);
     return buf;
 }
 
+// The on-failure policy in force: `auto` retries a live input that shares
+// the pipeline with other sources (one lost camera must not end the others)
+// unless retry-max was given, and fails otherwise.
+static int resolve_failure(reel_element *e)
+{
+    source_priv *s = reel_element_priv(e);
+    if (s->on_failure != ON_FAILURE_AUTO)
+        return s->on_failure;
+    if (!s->is_live || reel_element_prop_is_set(e, "retry-max"))
+        return ON_FAILURE_FAIL;
+    int sources = 0;
+    for (reel_element *const *x = reel_pipeline_elements(reel_element_pipeline(e)); *x; x++)
+        sources += reel_element_n_inputs(*x) == 0;
+    return sources > 1 ? ON_FAILURE_RETRY : ON_FAILURE_FAIL;
+}
+
 // The live stream is gone (`why`): reopens it with exponential backoff,
 // posting a warning per attempt. Returns 0 with a new stream open, REEL_EOS
-// when the pipeline stops meanwhile or retry-max is 0, or REEL_EIO (reported)
-// when the attempts run out.
+// when the pipeline stops meanwhile, retry-max is 0 or on-failure=drop gave
+// up, or REEL_EIO (reported) when on-failure=fail gave up.
 static int reconnect(reel_element *e, const char *why)
 {
     source_priv *s = reel_element_priv(e);
-    if (s->retry_max == 0) {
+    int allowed = attempts_allowed(s);
+    if (allowed == 0) {
         reel_element_warning(e, "lost '%s' (%s) after %" G_GINT64_FORMAT " packets; ending the stream (retry-max=0)",
                              s->location, why, s->packets);
+        reel_element_set_input_state(e, REEL_INPUT_ENDED, s->reconnects);
         return REEL_EOS;
     }
     avformat_close_input(&s->fmt);
+    reel_element_set_input_state(e, REEL_INPUT_LOST, s->reconnects);
     char *reason = g_strdup(why);
     char max_text[16];
     int64_t delay_ms = s->retry_delay_ms;
     int64_t cap_ms = MAX(MAX_RETRY_DELAY_MS, s->retry_delay_ms);
     int rc = REEL_EOS;
-    for (int attempt = 1; s->retry_max < 0 || attempt <= s->retry_max; attempt++) {
+    for (int attempt = 1; allowed < 0 || attempt <= allowed; attempt++) {
         reel_element_warning(e, "%s '%s' (%s); reconnecting in %" G_GINT64_FORMAT " ms (attempt %d of %s)",
                              attempt == 1 ? "lost" : "still no", s->location, reason, delay_ms, attempt,
                              attempts_text(s, max_text, sizeof max_text));
         if (!reel_element_wait_until(e, g_get_monotonic_time() + delay_ms * 1000))
             goto done;
         g_clear_pointer(&reason, g_free);
+        reel_element_set_input_state(e, REEL_INPUT_LOST, ++s->reconnects);
         if (connect_input(e, &reason) == 0) {
             reel_element_info(e, "reconnected to '%s' (attempt %d)", s->location, attempt);
+            reel_element_set_input_state(e, REEL_INPUT_LIVE, s->reconnects);
             s->send_par = true;
             s->rebase = true;
             s->await_key = true;
@@ -566,9 +616,15 @@ static int reconnect(reel_element *e, const char *why)
             goto done;
         delay_ms = MIN(delay_ms * 2, cap_ms);
     }
-    rc = reel_element_error(e, REEL_EIO, "lost '%s' and gave up after %d reconnect attempts: %s", s->location,
-                            s->retry_max, reason);
+    if (s->failure == ON_FAILURE_DROP)
+        reel_element_warning(e, "lost '%s' and gave up after %d reconnect attempts: %s; ending this stream, the "
+                             "others go on (on-failure=drop)", s->location, s->retry_max, reason);
+    else
+        rc = reel_element_error(e, REEL_EIO, "lost '%s' and gave up after %d reconnect attempts: %s", s->location,
+                                s->retry_max, reason);
 done:
+    if (rc != 0)
+        reel_element_set_input_state(e, REEL_INPUT_ENDED, s->reconnects);
     g_free(reason);
     return rc;
 }
@@ -706,8 +762,11 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     if (!s->fmt || (s->num_buffers >= 0 && s->packets >= s->num_buffers))
         return REEL_EOS;
     int rc = read_packet(e);
-    if (rc != 0)
+    if (rc != 0) {
+        if (s->is_live)
+            reel_element_set_input_state(e, REEL_INPUT_ENDED, s->reconnects);
         return rc;
+    }
     const AVStream *st = s->fmt->streams[s->index];
     if (s->is_live) {
         av_packet_rescale_ts(s->pkt, st->time_base, s->out_tb);

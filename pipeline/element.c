@@ -302,6 +302,19 @@ bool reel_element_is_live(const reel_element *e)
     return atomic_load(&e->live);
 }
 
+const char *reel_input_state_name(reel_input_state state)
+{
+    static const char *const names[] = { "", "connecting", "live", "lost", "ended" };
+    return state >= 0 && state < (int)G_N_ELEMENTS(names) ? names[state] : "";
+}
+
+void reel_element_set_input_state(reel_element *e, reel_input_state state, int64_t reconnects)
+{
+    if (atomic_exchange(&e->input_state, (int)state) != (int)state)
+        atomic_store(&e->input_since_us, g_get_monotonic_time());
+    atomic_store(&e->reconnects, reconnects);
+}
+
 void reel_element_set_expected_frames(reel_element *e, int64_t frames)
 {
     e->expected_frames = frames;

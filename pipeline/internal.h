@@ -84,6 +84,9 @@ struct reel_element {
     atomic_bool timeout_due;       // the timer thread found wake_us passed: run the hook next turn
     bool blocking;                 // runs on a thread of its own
     atomic_bool live;              // a source that said it runs live
+    atomic_int input_state;        // reel_input_state, a source's word on its input
+    atomic_llong input_since_us;   // monotonic time input_state last changed
+    atomic_llong reconnects;       // reconnect attempts this run, as the source counts them
     GCond wake;                    // blocking elements wait here, under pipeline->lock
     bool started, finished;
     GThread *thread;

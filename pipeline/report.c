@@ -49,6 +49,10 @@ int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
             .bytes_to_host = e->xfer.to_host,
         };
         fill_latency(e, &out[i]);
+        reel_input_state state = (reel_input_state)atomic_load(&e->input_state);
+        out[i].input_state = reel_input_state_name(state);
+        out[i].input_state_s = state ? (g_get_monotonic_time() - atomic_load(&e->input_since_us)) / 1e6 : 0;
+        out[i].reconnects = atomic_load(&e->reconnects);
     }
     return count;
 }
@@ -64,7 +68,7 @@ int64_t reel_pipeline_frames_done(reel_pipeline *p)
     return frames;
 }
 
-// Drops per input, and a sink's latency; closes the element's object.
+// Drops per input, a sink's latency, a source's input; closes the element's object.
 static void append_inputs_and_latency(GString *s, const reel_element *e, const reel_element_report *r)
 {
     g_string_append(s, ", \"dropped_per_input\": [");
@@ -77,6 +81,9 @@ static void append_inputs_and_latency(GString *s, const reel_element *e, const r
                                "\"p99_ms\": %.3f, \"max_ms\": %.3f}",
                                r->latency_frames, r->latency_p50_ms, r->latency_p95_ms, r->latency_p99_ms,
                                r->latency_max_ms);
+    if (*r->input_state)
+        g_string_append_printf(s, ", \"input\": {\"state\": \"%s\", \"for_s\": %.3f, \"reconnects\": %" G_GINT64_FORMAT
+                               "}", r->input_state, r->input_state_s, r->reconnects);
     g_string_append_c(s, '}');
 }
 

@@ -99,6 +99,10 @@ static char *live_status_text(live_status *st)
     double secs = st->last_us ? (now - st->last_us) / 1e6 : 0.0;
     GString *s = g_string_new(NULL);
     for (int i = 0; i < n; i++) {
+        // An input not receiving is news: "cam2 lost 12 s".
+        if (*r[i].input_state && strcmp(r[i].input_state, "live") != 0)
+            g_string_append_printf(s, "%s%s %s %.0f s", s->len ? " | " : "", r[i].name, r[i].input_state,
+                                   r[i].input_state_s);
         if (!r[i].has_latency)
             continue;
         double fps = secs > 0 ? (r[i].buffers_in - st->last_frames[i]) / secs : 0.0;
@@ -281,6 +285,9 @@ static void print_report_details(reel_pipeline *p, int i, const reel_element_rep
     if (r->has_latency)
         fprintf(stderr, "%-16s   latency ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f  (%" G_GINT64_FORMAT " frames)\n",
                 "", r->latency_p50_ms, r->latency_p95_ms, r->latency_p99_ms, r->latency_max_ms, r->latency_frames);
+    if (*r->input_state)
+        fprintf(stderr, "%-16s   input: %s for %.1f s, %" G_GINT64_FORMAT " reconnect attempts\n", "", r->input_state,
+                r->input_state_s, r->reconnects);
     const reel_element *e = reel_pipeline_elements(p)[i];
     if (reel_element_n_inputs(e) < 2 || r->dropped == 0)
         return;

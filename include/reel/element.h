@@ -348,6 +348,24 @@ REEL_API void reel_element_set_blocking(reel_element *e, bool blocking);
 REEL_API void reel_element_set_live(reel_element *e, bool live);
 REEL_API bool reel_element_is_live(const reel_element *e);
 
+// Where a source's input stands, for reports, `reel run`'s status line and
+// whoever watches a camera: opening it, receiving, lost (reconnecting) or
+// ended for good. REEL_INPUT_NONE: the element says nothing.
+typedef enum reel_input_state {
+    REEL_INPUT_NONE,
+    REEL_INPUT_CONNECTING,
+    REEL_INPUT_LIVE,
+    REEL_INPUT_LOST,
+    REEL_INPUT_ENDED,
+} reel_input_state;
+
+// "connecting", "live", "lost", "ended"; "" for REEL_INPUT_NONE.
+REEL_API const char *reel_input_state_name(reel_input_state state);
+// Says where the input stands now; `reconnects` is the number of reconnect
+// attempts this run so far. The core notes when the state last changed.
+// Any thread.
+REEL_API void reel_element_set_input_state(reel_element *e, reel_input_state state, int64_t reconnects);
+
 // What happens when a link is full: wait (no), drop the newest buffer
 // (upstream) or the oldest queued one (downstream).
 typedef enum reel_leaky {

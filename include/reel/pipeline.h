@@ -124,6 +124,11 @@ typedef struct reel_element_report {
     bool has_latency;
     int64_t latency_frames;
     double latency_p50_ms, latency_p95_ms, latency_p99_ms, latency_max_ms;
+    // Sources that say where their input stands (reel_element_set_input_state):
+    // "connecting", "live", "lost", "ended"; "" for the others.
+    const char *input_state;
+    double input_state_s;   // seconds in that state
+    int64_t reconnects;     // reconnect attempts this run
 } reel_element_report;
 
 // Fills up to n entries in element order; returns the number of elements.
@@ -140,8 +145,9 @@ REEL_API int64_t reel_pipeline_wall_us(reel_pipeline *p);
 // The report as JSON: {"wall_s": ..., "elements": [{"name", "class",
 // "device_requested", "device", "reason", "buffers_in", "buffers_out",
 // "busy_ms", "dropped", "dropped_per_input": [n, ...], "bytes_to_device",
-// "bytes_to_host", and for sinks "latency": {"frames", "p50_ms", "p95_ms",
-// "p99_ms", "max_ms"}}, ...], "memory": {"rss_bytes", "rss_peak_bytes",
+// "bytes_to_host", for sinks "latency": {"frames", "p50_ms", "p95_ms",
+// "p99_ms", "max_ms"}, for sources that say "input": {"state", "for_s",
+// "reconnects"}}, ...], "memory": {"rss_bytes", "rss_peak_bytes",
 // "buffers_live", "pools_open", "pool_buffers_allocated",
 // "pool_buffers_outstanding"}} (process-wide, when the report is written).
 // Written whole or not at all. Returns 0 or REEL_EIO.

@@ -6,6 +6,7 @@ line per frame, frame numbers continuous, pts increasing, the right count).
 Usage: test_live.py REEL CASE, CASE one of
   udp          ffmpeg -re sends MPEG-TS over UDP
   udp-reconnect  the sender stops, starts again, then stops for good
+  on-failure   one camera of two lost: dropped, or retried until it is back
   rtsp-tcp     a gst-rtsp-server stream over RTSP interleaved TCP
   rtsp-udp     the same over RTP/UDP
   reconnect    the server is killed mid-stream and restarted: the run goes
@@ -69,13 +70,14 @@ class Server:
 
 
 class Reel:
-    def __init__(self, reel, description, out):
+    def __init__(self, reel, description, out, options=()):
         self.out = out
         # reel's own open file: a shared one would share its offset, and
         # reading it from the start could put reel's next line over the first.
         self.err = out + ".stderr"
         with open(self.err, "w") as err:
-            self.proc = subprocess.Popen([reel, "run", description], stdout=subprocess.DEVNULL, stderr=err)
+            self.proc = subprocess.Popen([reel, "run", *options, description], stdout=subprocess.DEVNULL,
+                                         stderr=err)
 
     def lines(self):
         """Whole lines written so far."""
@@ -307,6 +309,70 @@ def case_udp_reconnect(reel, tmp):
     check_spacing(after, "second sender")
     print(f"udp reconnect: {len(before)} + {len(after)} frames, gap {a['pts']:.2f} -> {b['pts']:.2f} s")
     print(err, end="")
+
+
+def case_on_failure(reel, tmp):
+    """One camera of two is lost for good: with on-failure=drop its stream
+    ends after retry-max attempts and the other goes on; left at auto (two
+    live sources, no retry-max) it retries without end and comes back when
+    its camera does. The report says where each input stands."""
+    if not shutil.which("ffmpeg"):
+        skip("no ffmpeg")
+    port_a, port_b = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_DGRAM)
+    while port_b == port_a:
+        port_b = free_port(socket.SOCK_DGRAM)
+    url_a, url_b = f"udp://127.0.0.1:{port_a}", f"udp://127.0.0.1:{port_b}"
+    for policy in ("drop", "auto"):
+        out_a, out_b = os.path.join(tmp, f"{policy}-a.jsonl"), os.path.join(tmp, f"{policy}-b.jsonl")
+        report = os.path.join(tmp, f"{policy}.json")
+        b_props = "retry-max=2 on-failure=drop" if policy == "drop" else ""
+        senders = [Sender(tmp, [port_a]), Sender(tmp, [port_b])]
+        try:
+            for snd in senders:
+                snd.wait_sending()
+            run = Reel(reel, f"source name=cam_a location={url_a} timeout=1000 ! decode ! metasink location={out_a} "
+                             f"source name=cam_b location={url_b} timeout=1000 retry-delay=100 {b_props} "
+                             f"! decode ! metasink location={out_b}", out_a, ["--report-json", report])
+            wait_for("frames from both cameras",
+                     lambda: (run.lines() >= FPS and read(out_b).count("\n") >= FPS) or run.proc.poll() is not None,
+                     30)
+            senders[1].stop()
+            if policy == "drop":
+                given_up = "ending this stream, the others go on (on-failure=drop)"
+                wait_for("camera b's stream to end", lambda: given_up in run.stderr() or run.proc.poll() is not None,
+                         30)
+            else:
+                # Past the default retry-max of 10 would take minutes: the
+                # attempts say they have no end.
+                wait_for("camera b's first attempt",
+                         lambda: "(attempt 2 of unlimited)" in run.stderr() or run.proc.poll() is not None, 30)
+                senders[1] = Sender(tmp, [port_b])
+                wait_for("camera b back", lambda: f"reconnected to '{url_b}'" in run.stderr()
+                         or run.proc.poll() is not None, 30)
+            if run.proc.poll() is not None:
+                fail(f"{policy}: the run ended with camera b: {run.stderr()}")
+            # Camera a went on throughout.
+            now = run.lines()
+            wait_for("more frames from camera a", lambda: run.lines() >= now + FPS or run.proc.poll() is not None,
+                     30)
+            run.interrupt()
+            rc = run.wait(30)
+        finally:
+            for snd in senders:
+                snd.stop()
+        err = run.stderr()
+        if rc != 0:
+            fail(f"{policy}: reel run exited {rc}, wanted 0 (interrupted): {err}")
+        check_spacing(frames(out_a), f"{policy}: camera a")
+        els = report_elements(report)
+        a, b = els["cam_a"].get("input"), els["cam_b"].get("input")
+        if not a or a["state"] != "live" or a["reconnects"] != 0:
+            fail(f"{policy}: camera a's input in the report: {a}")
+        want_b = ("ended", 2) if policy == "drop" else ("live", None)
+        if not b or b["state"] != want_b[0] or (want_b[1] is not None and b["reconnects"] != want_b[1]) \
+                or b["reconnects"] < 1:
+            fail(f"{policy}: camera b's input in the report: {b}, wanted state {want_b[0]}")
+        print(f"on-failure={policy}: camera a {len(frames(out_a))} frames; camera b {b}")
 
 
 def case_rtsp(reel, tmp, transport):
@@ -704,6 +770,8 @@ def main():
             case_timeout_zero(reel, tmp)
         elif case == "http":
             case_http(reel, tmp)
+        elif case == "on-failure":
+            case_on_failure(reel, tmp)
         elif case == "stats":
             case_stats(reel, tmp)
         else:
