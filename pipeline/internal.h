@@ -241,7 +241,7 @@ int64_t reel_now_ns(void);
 #define REEL_LATENCY_BUCKETS (34 * REEL_LATENCY_SUB)
 typedef struct reel_latency {
     atomic_llong count[REEL_LATENCY_BUCKETS];
-    atomic_llong frames, max_ns;
+    atomic_llong frames, max_ns, sum_ns;
 } reel_latency;
 void reel_latency_record(reel_latency *h, int64_t ns);
 // The latency at or below which a fraction q of the frames arrived, in ns

@@ -31,6 +31,7 @@ void reel_latency_record(reel_latency *h, int64_t ns)
 {
     atomic_fetch_add_explicit(&h->count[bucket_of(ns / 1000)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->frames, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
     // One writer: a load and a store are enough.
     if (ns > atomic_load_explicit(&h->max_ns, memory_order_relaxed))
         atomic_store_explicit(&h->max_ns, ns, memory_order_relaxed);
@@ -54,6 +55,26 @@ int64_t reel_latency_quantile(const reel_latency *h, double q)
             return MIN(bucket_middle_us(i) * 1000, max_ns);
     }
     return max_ns;
+}
+
+int64_t reel_element_latency_at_most(const reel_element *e, int64_t le_ns, int64_t *sum_ns)
+{
+    const reel_latency *h = e->latency;
+    if (sum_ns)
+        *sum_ns = h ? atomic_load_explicit(&h->sum_ns, memory_order_relaxed) : 0;
+    if (!h)
+        return 0;
+    // Buckets wholly at or below the bound: a bucket's lowest value must not
+    // pass it, so the count is exact to a bucket's width (3%).
+    int64_t n = 0, le_us = le_ns / 1000;
+    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) {
+        int64_t low = i < REEL_LATENCY_SUB ? i
+                                           : (int64_t)(REEL_LATENCY_SUB + i % REEL_LATENCY_SUB) << (i / REEL_LATENCY_SUB - 1);
+        if (low > le_us)
+            break;
+        n += atomic_load_explicit(&h->count[i], memory_order_relaxed);
+    }
+    return n;
 }
 
 void reel_latency_stamp(reel_element *e, reel_buffer *buf)

@@ -124,7 +124,7 @@ static void append_memory(GString *s)
                            rss, peak, buffers.live, pools.pools_open, pools.allocated, pools.outstanding);
 }
 
-int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error)
+static GString *report_json(reel_pipeline *p)
 {
     int n = reel_pipeline_report(p, NULL, 0);
     reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
@@ -151,9 +151,20 @@ int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError *
     g_string_append(s, "\n]");
     append_memory(s);
     g_string_append(s, "}\n");
+    g_free(r);
+    return s;
+}
+
+char *reel_pipeline_report_json(reel_pipeline *p)
+{
+    return g_string_free(report_json(p), FALSE);
+}
+
+int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error)
+{
+    GString *s = report_json(p);
     int rc = reel_write_file_atomically(path, s, error);
     g_string_free(s, TRUE);
-    g_free(r);
     return rc;
 }
 

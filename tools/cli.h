@@ -17,5 +17,7 @@ int cmd_model_bench(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
+// A long-running service hosting pipelines behind an HTTP API (serve/).
+int cmd_serve(int argc, char **argv);
 
 #endif

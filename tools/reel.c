@@ -20,6 +20,7 @@ static const char usage[] =
     "  worker --nats URL      take jobs from a NATS JetStream queue and run them\n"
     "  submit DESCRIPTION...  queue a job for the workers; prints its id\n"
     "  jobs                   the queue's jobs and workers\n"
+    "  serve                  host pipelines behind an HTTP API, with metrics (reel serve --help)\n"
     "\n"
     "options:\n"
     "  --help                 this text (also: reel run --help)\n"
@@ -30,26 +31,40 @@ static const char usage[] =
     "\n"
     "exit codes: 0 success, 1 failure while running, 2 bad usage or description\n";
 
-// worker, submit and jobs live in the fleet module (libreel-fleet.so), so
-// that the other commands never load libnats.
+// worker, submit and jobs live in the fleet module (libreel-fleet.so), serve
+// in the serve module (libreel-serve.so), so that the other commands never
+// load libnats or libsoup.
+static int module_command(const char *module, const char *symbol, const char *cmd, int argc, char **argv)
+{
+    char *path = g_build_filename(reel_module_dir(), module, NULL);
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int (*command)(const char *, int, char **) = handle ? (int (*)(const char *, int, char **))dlsym(handle, symbol)
+                                                        : NULL;
+    if (!command) {
+        fprintf(stderr, "reel: cannot load the '%s' command (%s): %s\n", cmd, path, dlerror());
+        g_free(path);
+        return EXIT_RUNTIME;
+    }
+    g_free(path);
+    return command(cmd, argc, argv);
+}
+
 static int fleet_command(const char *cmd, int argc, char **argv)
 {
     if (!REEL_WITH_NATS) {
         fprintf(stderr, "reel: '%s' needs NATS, which this build of reel leaves out (-DREEL_WITH_NATS=OFF)\n", cmd);
         return EXIT_USAGE;
     }
-    char *path = g_build_filename(reel_module_dir(), "libreel-fleet.so", NULL);
-    void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    int (*command)(const char *, int, char **) = module ? (int (*)(const char *, int, char **))dlsym(
-                                                              module, "reel_fleet_command")
-                                                        : NULL;
-    if (!command) {
-        fprintf(stderr, "reel: cannot load the fleet commands (%s): %s\n", path, dlerror());
-        g_free(path);
-        return EXIT_RUNTIME;
+    return module_command("libreel-fleet.so", "reel_fleet_command", cmd, argc, argv);
+}
+
+static int serve_command(int argc, char **argv)
+{
+    if (!REEL_WITH_SERVE) {
+        fprintf(stderr, "reel: 'serve' needs libsoup, which this build of reel leaves out (-DREEL_WITH_SERVE=OFF)\n");
+        return EXIT_USAGE;
     }
-    g_free(path);
-    return command(cmd, argc, argv);
+    return module_command("libreel-serve.so", "reel_serve_command", "serve", argc, argv);
 }
 
 static int run_command(int argc, char **argv)
@@ -77,6 +92,8 @@ static int run_command(int argc, char **argv)
         return cmd_model(argc - 2, argv + 2);
     if (strcmp(cmd, "worker") == 0 || strcmp(cmd, "submit") == 0 || strcmp(cmd, "jobs") == 0)
         return fleet_command(cmd, argc - 2, argv + 2);
+    if (strcmp(cmd, "serve") == 0)
+        return serve_command(argc - 2, argv + 2);
     fprintf(stderr, "reel: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_USAGE;
 }

@@ -133,6 +133,11 @@ typedef struct reel_element_report {
 
 // Fills up to n entries in element order; returns the number of elements.
 REEL_API int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
+// A sink's frames of this run that arrived at most le_ns after capture (to
+// the histogram's 3% resolution), for cumulative histograms such as
+// Prometheus's; *sum_ns (may be NULL) gets the sum of all their latencies.
+// 0 for an element that is not a sink. Any thread.
+REEL_API int64_t reel_element_latency_at_most(const reel_element *e, int64_t le_ns, int64_t *sum_ns);
 // Frames done: the most buffers any sink (an element without outputs) took
 // in the last (or current) run.
 REEL_API int64_t reel_pipeline_frames_done(reel_pipeline *p);
@@ -152,6 +157,8 @@ REEL_API int64_t reel_pipeline_wall_us(reel_pipeline *p);
 // "pool_buffers_outstanding"}} (process-wide, when the report is written).
 // Written whole or not at all. Returns 0 or REEL_EIO.
 REEL_API int reel_pipeline_write_report_json(reel_pipeline *p, const char *path, GError **error);
+// The same JSON as a string (g_free it), for a running pipeline too.
+REEL_API char *reel_pipeline_report_json(reel_pipeline *p);
 
 // The graph in Graphviz form: elements coloured by the device they run on,
 // links labelled with their negotiated formats. Call after prepare.

@@ -1,0 +1,422 @@
+// The HTTP API (serve/http.h). Every request is bounded (a body over
+// MAX_BODY is refused before it is read), authenticated when a token is
+// set, and answered with JSON; nothing a client sends can stop the service.
+#include "serve/http.h"
+
+#include <libsoup/soup.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/json_read.h"
+#include "reel/reel.h"
+#include "serve/metrics.h"
+#include "serve/page.h"
+
+enum { MAX_BODY = 1 << 20 };
+
+struct serve_http {
+    SoupServer *server;
+    serve_service *service;
+    char *token;
+    int port;
+};
+
+// ---- answers ---------------------------------------------------------------
+
+static void answer(SoupServerMessage *msg, int status, const char *type, GString *body)
+{
+    soup_server_message_set_status(msg, status, NULL);
+    soup_server_message_set_response(msg, type, SOUP_MEMORY_TAKE, body->str, body->len);
+    g_string_free(body, FALSE);
+}
+
+static void answer_json(SoupServerMessage *msg, int status, GString *body)
+{
+    answer(msg, status, "application/json", body);
+}
+
+static void answer_error(SoupServerMessage *msg, int status, const char *text)
+{
+    GString *s = g_string_new("{\"error\": ");
+    reel_json_string(s, text);
+    g_string_append(s, "}\n");
+    answer_json(msg, status, s);
+}
+
+// A parse error as {"error", "line", "column", "hint"}: its message reads
+// "ORIGIN:LINE:COL: error: WHAT\n  N | text\n    | ^\nhint: ...".
+static void answer_parse_error(SoupServerMessage *msg, const GError *err)
+{
+    const char *m = err->message, *what = strstr(m, ": error: ");
+    int line = 0, column = 0;
+    const char *colon = what ? g_strrstr_len(m, what - m, ":") : NULL;
+    if (colon) {
+        column = atoi(colon + 1);
+        const char *before = g_strrstr_len(m, colon - m, ":");
+        line = before ? atoi(before + 1) : 0;
+    }
+    const char *hint = strstr(m, "\nhint: ");
+    GString *s = g_string_new("{\"error\": ");
+    reel_json_string(s, m);
+    g_string_append_printf(s, ", \"line\": %d, \"column\": %d, \"hint\": ", line, column);
+    if (hint)
+        reel_json_string(s, hint + 7);
+    else
+        g_string_append(s, "null");
+    g_string_append(s, "}\n");
+    answer_json(msg, 400, s);
+}
+
+// ---- requests --------------------------------------------------------------
+
+// The body as JSON; NULL after answering 400.
+static reel_json_value *body_json(SoupServerMessage *msg)
+{
+    SoupMessageBody *body = soup_server_message_get_request_body(msg);
+    GBytes *bytes = soup_message_body_flatten(body);
+    gsize len = 0;
+    const char *data = g_bytes_get_data(bytes, &len);
+    GError *err = NULL;
+    reel_json_value *v = reel_json_parse(data ? data : "", len, &err);
+    g_bytes_unref(bytes);
+    if (!v) {
+        char *text = g_strdup_printf("the body is not JSON: %s", err->message);
+        answer_error(msg, 400, text);
+        g_free(text);
+        g_error_free(err);
+        return NULL;
+    }
+    if (v->kind != REEL_JSON_OBJECT) {
+        answer_error(msg, 400, "the body must be a JSON object");
+        reel_json_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+static void status_json(GString *s, serve_hosted *h)
+{
+    serve_status st;
+    serve_hosted_status(h, &st);
+    g_string_append(s, "{\"id\": ");
+    reel_json_string(s, serve_hosted_id(h));
+    g_string_append_printf(s, ", \"state\": \"%s\", \"uptime_s\": %.3f, \"restarts\": %" G_GINT64_FORMAT
+                              ", \"error\": ",
+                           serve_state_name(st.state), st.uptime_s, st.restarts);
+    if (st.error)
+        reel_json_string(s, st.error);
+    else
+        g_string_append(s, "null");
+    g_free(st.error);
+}
+
+static void list_one(serve_hosted *h, void *data)
+{
+    GString *s = data;
+    g_string_append(s, s->str[s->len - 1] == '[' ? "\n  " : ",\n  ");
+    status_json(s, h);
+    g_string_append_c(s, '}');
+}
+
+static void get_pipelines(serve_http *h, SoupServerMessage *msg)
+{
+    GString *s = g_string_new("{\"pipelines\": [");
+    serve_service_each(h->service, list_one, s);
+    g_string_append(s, "\n]}\n");
+    answer_json(msg, 200, s);
+}
+
+static void post_pipeline(serve_http *h, SoupServerMessage *msg)
+{
+    reel_json_value *v = body_json(msg);
+    if (!v)
+        return;
+    const char *text = reel_json_member_string(v, "description", NULL);
+    const reel_json_value *idv = reel_json_member(v, "id");
+    if (!text || (idv && idv->kind != REEL_JSON_STRING)) {
+        answer_error(msg, 400, "the body is {\"description\": \"...\"} (a description or a .reel file's text), "
+                               "with an \"id\" string if wanted");
+        reel_json_free(v);
+        return;
+    }
+    GError *err = NULL;
+    const char *id = serve_service_add(h->service, idv ? idv->string : NULL, text, "pipeline", &err);
+    if (!id && err->domain == SERVE_ERROR)
+        answer_error(msg, 409, err->message);
+    else if (!id && strstr(err->message, ": error: "))
+        answer_parse_error(msg, err);
+    else if (!id)
+        answer_error(msg, 400, err->message);
+    else {
+        GString *s = g_string_new("{\"id\": ");
+        reel_json_string(s, id);
+        g_string_append(s, "}\n");
+        answer_json(msg, 201, s);
+    }
+    g_clear_error(&err);
+    reel_json_free(v);
+}
+
+typedef struct one_request {
+    serve_http *http;
+    SoupServerMessage *msg;
+    const char *element;
+    reel_json_value *body;
+} one_request;
+
+static void report_into(reel_pipeline *p, void *data)
+{
+    GString *s = data;
+    char *report = p ? reel_pipeline_report_json(p) : NULL;
+    g_string_append(s, ", \"report\": ");
+    g_string_append(s, report ? g_strchomp(report) : "null");
+    g_free(report);
+}
+
+static void get_one(serve_hosted *h, void *data)
+{
+    one_request *r = data;
+    if (!h) {
+        answer_error(r->msg, 404, "no such pipeline");
+        return;
+    }
+    GString *s = g_string_new(NULL);
+    status_json(s, h);
+    g_string_append(s, ", \"description\": ");
+    reel_json_string(s, serve_hosted_text(h));
+    serve_hosted_with_pipeline(h, report_into, s);
+    g_string_append(s, "}\n");
+    answer_json(r->msg, 200, s);
+}
+
+typedef struct patch {
+    one_request *r;
+    int status;
+    GString *error;
+} patch;
+
+static void patch_running(reel_pipeline *p, void *data)
+{
+    patch *pt = data;
+    one_request *r = pt->r;
+    if (!p) {
+        pt->status = 409;
+        g_string_assign(pt->error, "the pipeline is not running");
+        return;
+    }
+    if (!reel_pipeline_find(p, r->element)) {
+        pt->status = 404;
+        g_string_printf(pt->error, "no element '%s' in the pipeline", r->element);
+        return;
+    }
+    for (guint i = 0; i < r->body->items->len; i++) {
+        const char *key = r->body->keys->pdata[i];
+        const reel_json_value *v = r->body->items->pdata[i];
+        char num[G_ASCII_DTOSTR_BUF_SIZE];
+        const char *value = v->kind == REEL_JSON_STRING ? v->string
+                            : v->kind == REEL_JSON_NUMBER ? g_ascii_dtostr(num, sizeof num, v->number)
+                            : v->kind == REEL_JSON_BOOL   ? (v->boolean ? "true" : "false")
+                                                          : NULL;
+        GError *err = NULL;
+        if (!value) {
+            pt->status = 400;
+            g_string_printf(pt->error, "property '%s': a string, number or boolean", key);
+            return;
+        }
+        if (reel_pipeline_set_property(p, r->element, key, value, &err) < 0) {
+            pt->status = 400;
+            g_string_assign(pt->error, err->message);
+            g_error_free(err);
+            return;
+        }
+    }
+}
+
+static void patch_one(serve_hosted *h, void *data)
+{
+    one_request *r = data;
+    if (!h) {
+        answer_error(r->msg, 404, "no such pipeline");
+        return;
+    }
+    patch pt = { .r = r, .status = 200, .error = g_string_new(NULL) };
+    serve_hosted_with_pipeline(h, patch_running, &pt);
+    if (pt.status != 200)
+        answer_error(r->msg, pt.status, pt.error->str);
+    else
+        answer_json(r->msg, 200, g_string_new("{\"ok\": true}\n"));
+    g_string_free(pt.error, TRUE);
+}
+
+// ---- routing ---------------------------------------------------------------
+
+// Constant-time comparison: how much of a guess is right must not show in
+// how long the answer takes.
+static bool same_secret(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned char diff = na != nb;
+    for (size_t i = 0; i < na; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
+    return diff == 0;
+}
+
+static bool authorized(serve_http *h, SoupServerMessage *msg)
+{
+    if (!h->token)
+        return true;
+    const char *auth = soup_message_headers_get_one(soup_server_message_get_request_headers(msg), "Authorization");
+    return auth && g_str_has_prefix(auth, "Bearer ") && same_secret(auth + 7, h->token);
+}
+
+static void route(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer data)
+{
+    (void)server;
+    (void)query;
+    serve_http *h = data;
+    const char *method = soup_server_message_get_method(msg);
+    if (soup_server_message_get_status(msg) != 0)
+        return; // answered already (a body too large)
+    if (strcmp(path, "/") == 0 && strcmp(method, "GET") == 0) {
+        // The page holds no data: its script asks the API, with the token.
+        answer(msg, 200, "text/html; charset=utf-8", g_string_new(serve_page_html));
+        return;
+    }
+    if (!authorized(h, msg)) {
+        soup_message_headers_replace(soup_server_message_get_response_headers(msg), "WWW-Authenticate", "Bearer");
+        answer_error(msg, 401, "this server wants a bearer token (Authorization: Bearer ...)");
+        return;
+    }
+    char **parts = g_strsplit(path + 1, "/", 5);
+    int n = (int)g_strv_length(parts);
+    bool get = strcmp(method, "GET") == 0;
+    one_request r = { .http = h, .msg = msg };
+    if (n == 1 && strcmp(parts[0], "metrics") == 0 && get) {
+        char *text = serve_metrics_text(h->service);
+        soup_server_message_set_status(msg, 200, NULL);
+        soup_server_message_set_response(msg, "text/plain; version=0.0.4; charset=utf-8", SOUP_MEMORY_TAKE, text,
+                                         strlen(text));
+    } else if (n == 1 && strcmp(parts[0], "pipelines") == 0 && get) {
+        get_pipelines(h, msg);
+    } else if (n == 1 && strcmp(parts[0], "pipelines") == 0 && strcmp(method, "POST") == 0) {
+        post_pipeline(h, msg);
+    } else if (n == 2 && strcmp(parts[0], "pipelines") == 0 && get) {
+        serve_service_with(h->service, parts[1], get_one, &r);
+    } else if (n == 2 && strcmp(parts[0], "pipelines") == 0 && strcmp(method, "DELETE") == 0) {
+        if (serve_service_remove(h->service, parts[1]))
+            answer_json(msg, 200, g_string_new("{\"ok\": true}\n"));
+        else
+            answer_error(msg, 404, "no such pipeline");
+    } else if (n == 4 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0
+               && strcmp(method, "PATCH") == 0) {
+        if ((r.body = body_json(msg))) {
+            r.element = parts[3];
+            serve_service_with(h->service, parts[1], patch_one, &r);
+            reel_json_free(r.body);
+        }
+    } else if ((n == 1 && (strcmp(parts[0], "pipelines") == 0 || strcmp(parts[0], "metrics") == 0))
+               || (n == 2 && strcmp(parts[0], "pipelines") == 0)
+               || (n == 4 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0)) {
+        answer_error(msg, 405, "method not allowed here");
+    } else {
+        answer_error(msg, 404, "no such resource");
+    }
+    g_strfreev(parts);
+}
+
+// Before a body is read: one over MAX_BODY is refused, unread.
+static void got_headers(SoupServerMessage *msg, gpointer data)
+{
+    (void)data;
+    SoupMessageHeaders *hd = soup_server_message_get_request_headers(msg);
+    goffset len = soup_message_headers_get_content_length(hd);
+    if (len > MAX_BODY || soup_message_headers_get_encoding(hd) == SOUP_ENCODING_CHUNKED)
+        answer_error(msg, len > MAX_BODY ? 413 : 411,
+                     len > MAX_BODY ? "the body is larger than 1 MiB" : "a body needs a Content-Length");
+}
+
+static void request_started(SoupServer *server, SoupServerMessage *msg, gpointer data)
+{
+    (void)server;
+    g_signal_connect(msg, "got-headers", G_CALLBACK(got_headers), data);
+}
+
+// ---- the server ------------------------------------------------------------
+
+static bool is_loopback(GInetAddress *a)
+{
+    return g_inet_address_get_is_loopback(a);
+}
+
+serve_http *serve_http_start(serve_service *service, const serve_http_params *params, GError **error)
+{
+    const char *listen = params->listen ? params->listen : "127.0.0.1:8080";
+    const char *colon = strrchr(listen, ':');
+    char *host = colon ? g_strndup(listen, colon - listen) : NULL;
+    char *end = NULL;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (host && host[0] == '[' && host[strlen(host) - 1] == ']') { // [::1]:8080
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    GInetAddress *addr = host ? g_inet_address_new_from_string(host) : NULL;
+    g_free(host);
+    if (!addr || !end || *end || port < 0 || port > 65535) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "--listen '%s': ADDR:PORT with a numeric address "
+                                                     "(127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080)", listen);
+        g_clear_object(&addr);
+        return NULL;
+    }
+    if (!is_loopback(addr) && !params->token) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "--listen %s reaches beyond this machine: give --token-file "
+                                                     "(and --tls-cert/--tls-key) so that not anyone on the "
+                                                     "network can run pipelines here", listen);
+        g_object_unref(addr);
+        return NULL;
+    }
+    GTlsCertificate *cert = NULL;
+    if (params->tls_cert && !(cert = g_tls_certificate_new_from_files(params->tls_cert, params->tls_key, error))) {
+        g_prefix_error(error, "--tls-cert %s, --tls-key %s: ", params->tls_cert, params->tls_key);
+        g_object_unref(addr);
+        return NULL;
+    }
+    serve_http *h = g_new0(serve_http, 1);
+    h->service = service;
+    h->token = g_strdup(params->token);
+    h->server = soup_server_new("server-header", "reel-serve", "tls-certificate", cert, NULL);
+    g_clear_object(&cert);
+    soup_server_add_handler(h->server, NULL, route, h, NULL);
+    g_signal_connect(h->server, "request-started", G_CALLBACK(request_started), h);
+    GSocketAddress *sa = g_inet_socket_address_new(addr, (guint16)port);
+    g_object_unref(addr);
+    gboolean ok = soup_server_listen(h->server, sa, params->tls_cert ? SOUP_SERVER_LISTEN_HTTPS : 0, error);
+    g_object_unref(sa);
+    if (!ok) {
+        g_prefix_error(error, "cannot listen on %s: ", listen);
+        serve_http_stop(&h);
+        return NULL;
+    }
+    GSList *uris = soup_server_get_uris(h->server);
+    h->port = uris ? g_uri_get_port(uris->data) : (int)port;
+    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+    return h;
+}
+
+int serve_http_port(const serve_http *h)
+{
+    return h->port;
+}
+
+void serve_http_stop(serve_http **hp)
+{
+    serve_http *h = *hp;
+    if (!h)
+        return;
+    soup_server_disconnect(h->server);
+    g_object_unref(h->server);
+    if (h->token)
+        explicit_bzero(h->token, strlen(h->token));
+    g_free(h->token);
+    g_free(h);
+    *hp = NULL;
+}

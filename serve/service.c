@@ -1,0 +1,155 @@
+// The hosted pipelines by id (serve/service.h).
+#include "serve/service.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "reel/reel.h"
+
+G_DEFINE_QUARK(reel-serve-error-quark, serve_error)
+
+struct serve_service {
+    GMutex lock;
+    GPtrArray *hosted; // serve_hosted *, in the order added
+    int next_id;
+};
+
+serve_service *serve_service_new(void)
+{
+    serve_service *s = g_new0(serve_service, 1);
+    g_mutex_init(&s->lock);
+    s->hosted = g_ptr_array_new();
+    s->next_id = 1;
+    return s;
+}
+
+void serve_service_free(serve_service **sp)
+{
+    serve_service *s = *sp;
+    if (!s)
+        return;
+    // Each stops on its own: a slow sink does not hold up the others' ends.
+    for (guint i = 0; i < s->hosted->len; i++) {
+        serve_hosted *h = s->hosted->pdata[i];
+        serve_hosted_stop(&h);
+    }
+    g_ptr_array_free(s->hosted, TRUE);
+    g_mutex_clear(&s->lock);
+    g_free(s);
+    *sp = NULL;
+}
+
+bool serve_id_valid(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n < 1 || n > 64)
+        return false;
+    for (const char *c = id; *c; c++)
+        if (!g_ascii_isalnum(*c) && *c != '-' && *c != '_')
+            return false;
+    return true;
+}
+
+static serve_hosted *find_locked(serve_service *s, const char *id)
+{
+    for (guint i = 0; i < s->hosted->len; i++)
+        if (strcmp(serve_hosted_id(s->hosted->pdata[i]), id) == 0)
+            return s->hosted->pdata[i];
+    return NULL;
+}
+
+const char *serve_service_add(serve_service *s, const char *id, const char *text, const char *origin,
+                              GError **error)
+{
+    if (id && !serve_id_valid(id)) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "pipeline id '%s': 1 to 64 letters, digits, '-' and '_'", id);
+        return NULL;
+    }
+    // Parsed here, so that a wrong description is the request's error; the
+    // runner parses its own copy each time it (re)starts.
+    reel_pipeline *check = reel_parse_launch(text, origin, NULL, error);
+    if (!check)
+        return NULL;
+    reel_pipeline_destroy(&check);
+    g_mutex_lock(&s->lock);
+    char *made = NULL;
+    while (!id && find_locked(s, made = g_strdup_printf("p%d", s->next_id++)))
+        g_free(made);
+    if (!id)
+        id = made;
+    const char *added = NULL;
+    if (find_locked(s, id)) {
+        g_set_error(error, SERVE_ERROR, SERVE_ERROR_EXISTS, "a pipeline '%s' exists already", id);
+    } else {
+        serve_hosted *h = serve_hosted_start(id, text, origin);
+        g_ptr_array_add(s->hosted, h);
+        added = serve_hosted_id(h);
+    }
+    g_mutex_unlock(&s->lock);
+    g_free(made);
+    return added;
+}
+
+bool serve_service_remove(serve_service *s, const char *id)
+{
+    g_mutex_lock(&s->lock);
+    serve_hosted *h = find_locked(s, id);
+    bool found = h != NULL;
+    if (h)
+        g_ptr_array_remove(s->hosted, h);
+    g_mutex_unlock(&s->lock);
+    // Stopped outside the lock: the other pipelines stay readable meanwhile.
+    serve_hosted_stop(&h);
+    return found;
+}
+
+static int compare_names(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int serve_service_load_dir(serve_service *s, const char *dir, GError **error)
+{
+    GDir *d = g_dir_open(dir, 0, error);
+    if (!d)
+        return -1;
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    for (const char *n; (n = g_dir_read_name(d));)
+        if (g_str_has_suffix(n, ".reel"))
+            g_ptr_array_add(names, g_strdup(n));
+    g_dir_close(d);
+    g_ptr_array_sort(names, compare_names);
+    int started = 0;
+    for (guint i = 0; i < names->len; i++) {
+        const char *name = names->pdata[i];
+        char *path = g_build_filename(dir, name, NULL), *text = NULL, *id = g_strndup(name, strlen(name) - 5);
+        GError *err = NULL;
+        if (!g_file_get_contents(path, &text, NULL, &err) || !serve_service_add(s, id, text, path, &err)) {
+            fprintf(stderr, "reel serve: %s: %s\n", path, err->message);
+            g_error_free(err);
+        } else {
+            fprintf(stderr, "reel serve: started %s (%s)\n", id, path);
+            started++;
+        }
+        g_free(text);
+        g_free(id);
+        g_free(path);
+    }
+    g_ptr_array_free(names, TRUE);
+    return started;
+}
+
+void serve_service_each(serve_service *s, void (*fn)(serve_hosted *h, void *data), void *data)
+{
+    g_mutex_lock(&s->lock);
+    for (guint i = 0; i < s->hosted->len; i++)
+        fn(s->hosted->pdata[i], data);
+    g_mutex_unlock(&s->lock);
+}
+
+void serve_service_with(serve_service *s, const char *id, void (*fn)(serve_hosted *h, void *data), void *data)
+{
+    g_mutex_lock(&s->lock);
+    fn(find_locked(s, id), data);
+    g_mutex_unlock(&s->lock);
+}

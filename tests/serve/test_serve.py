@@ -1,0 +1,340 @@
+#!/usr/bin/python3
+"""reel serve against real clients on loopback: the HTTP API with urllib,
+its metrics with promtool and a real Prometheus scraping it.
+
+  test_serve.py REEL CASE
+  api        pipelines from --config and POST, their report, PATCH of
+             mutable and fixed properties, DELETE, and every bad request
+             answered with its status and a JSON error
+  restart    a failing pipeline restarts with backoff while another runs;
+             one whose description cannot work fails once, for good
+  metrics    /metrics passes promtool; Prometheus scrapes it with the
+             bearer token and answers a query for a reel series
+  auth       the token: none, wrong, right; beyond loopback only with one;
+             HTTPS with a certificate made by openssl; no token in the log
+  sigterm    SIGTERM stops the service; an mp4 being written is finalized
+  samples    samples/serve starts: what can run does, the rest says why
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import fail, skip, free_port, wait_for, read  # noqa: E402
+
+TOKEN = "s3rve-t0ken-Zq81"
+LIVE = "testsrc is-live=true framerate=30 ! video/raw,width=160,height=120"
+
+
+class Serve:
+    """reel serve in the background; its port read from its first lines."""
+
+    def __init__(self, reel, tmp, *args, listen="127.0.0.1:0"):
+        self.log = os.path.join(tmp, f"serve-{time.monotonic_ns()}.log")
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen([reel, "serve", "--listen", listen, *args], stdout=subprocess.DEVNULL,
+                                         stderr=err)
+        m = wait_for("reel serve to listen", lambda: re.search(r"\(port (\d+)\)", read(self.log))
+                     or self.proc.poll() is not None, 30)
+        if self.proc.poll() is not None:
+            fail(f"reel serve ended: {read(self.log)}")
+        self.port = int(m.group(1))
+        self.scheme = "https" if "--tls-cert" in args else "http"
+
+    def request(self, method, path, body=None, token=None, raw=None, context=None):
+        """(status, parsed JSON or text) of one request."""
+        data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{self.scheme}://127.0.0.1:{self.port}{path}", data=data, method=method)
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=context) as r:
+                status, text = r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            status, text = e.code, e.read().decode()
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text
+
+    def expect(self, method, path, status, body=None, **kw):
+        got, answer = self.request(method, path, body, **kw)
+        if got != status:
+            fail(f"{method} {path}: {got} {answer}, wanted {status}")
+        return answer
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                fail(f"reel serve did not stop on SIGTERM: {read(self.log)}")
+        if "Sanitizer" in read(self.log) or "CRITICAL" in read(self.log):
+            fail(f"reel serve: {read(self.log)}")
+        return self.proc.returncode
+
+
+def sink_frames(answer):
+    report = answer.get("report") or {"elements": []}
+    return max([e["buffers_in"] for e in report["elements"] if "latency" in e] or [0])
+
+
+def config(tmp, files):
+    d = os.path.join(tmp, "conf")
+    os.makedirs(d, exist_ok=True)
+    for name, text in files.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    return d
+
+
+def case_api(reel, tmp):
+    conf = config(tmp, {"cam.reel": f"# a camera\n{LIVE} ! queue name=q ! fakesink\n",
+                        "broken.reel": "testsrc ! nosuchelement\n"})
+    s = Serve(reel, tmp, "--config", conf)
+    try:
+        log = read(s.log)
+        if "broken.reel" not in log or "unknown element 'nosuchelement'" not in log:
+            fail(f"the config's broken file was not reported: {log}")
+        listed = s.expect("GET", "/pipelines", 200)["pipelines"]
+        if [p["id"] for p in listed] != ["cam"]:
+            fail(f"GET /pipelines: {listed}")
+        one = wait_for("cam's frames", lambda: (lambda a: sink_frames(a) > 10 and a)(s.expect("GET", "/pipelines/cam",
+                                                                                              200)), 30)
+        if one["state"] != "running" or "# a camera" not in one["description"]:
+            fail(f"GET /pipelines/cam: {one}")
+        names = [e["name"] for e in one["report"]["elements"]]
+        if "q" not in names or "fakesink0" not in names:
+            fail(f"cam's report: {names}")
+        # POST: an id of its own, or the next free one.
+        new = s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! fakesink"})
+        mine = s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! fakesink", "id": "mine"})
+        if not re.fullmatch(r"p\d+", new["id"]) or mine["id"] != "mine":
+            fail(f"POST ids: {new} {mine}")
+        s.expect("POST", "/pipelines", 409, {"description": f"{LIVE} ! fakesink", "id": "mine"})
+        s.expect("POST", "/pipelines", 400, {"description": f"{LIVE} ! fakesink", "id": "../x"})
+        # A description that does not parse: where, and the hint.
+        err = s.expect("POST", "/pipelines", 400, {"description": "testsrc ! fakesink\ntestsrc ! fakesnk"})
+        if (err["line"], err["column"]) != (2, 11) or "fakesink" not in (err["hint"] or ""):
+            fail(f"parse error: {err}")
+        # PATCH: mutable yes, fixed no, and what does not exist.
+        s.expect("PATCH", "/pipelines/cam/elements/q", 200, {"max-size": 4, "leaky": "downstream"})
+        err = s.expect("PATCH", "/pipelines/cam/elements/testsrc0", 400, {"pattern": "solid"})
+        if "while the pipeline runs" not in err["error"]:
+            fail(f"PATCH of a fixed property: {err}")
+        s.expect("PATCH", "/pipelines/cam/elements/q", 400, {"no-such-prop": 1})
+        s.expect("PATCH", "/pipelines/cam/elements/q", 400, {"max-size": [1]})
+        s.expect("PATCH", "/pipelines/cam/elements/ghost", 404, {"max-size": 4})
+        s.expect("PATCH", "/pipelines/ghost/elements/q", 404, {"max-size": 4})
+        # Bad requests, each with its status and a JSON error.
+        for raw, status in ((b"not json", 400), (b"[1, 2]", 400), (b'{"description": 5}', 400),
+                            (b'{"description": "x"', 400), (b"\xff\xfe", 400)):
+            got, answer = s.request("POST", "/pipelines", raw=raw)
+            if got != status or "error" not in answer:
+                fail(f"POST {raw!r}: {got} {answer}")
+        got, answer = s.request("POST", "/pipelines", raw=b"x" * (2 << 20))
+        if got != 413:
+            fail(f"a 2 MiB body: {got} {answer}")
+        s.expect("GET", "/nothing/here", 404)
+        s.expect("PUT", "/pipelines", 405)
+        s.expect("GET", "/pipelines/ghost", 404)
+        # A client that goes away mid-request leaves the service serving.
+        with socket.create_connection(("127.0.0.1", s.port)) as c:
+            c.sendall(b"POST /pipelines HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"descr")
+        page = s.expect("GET", "/", 200)
+        if "<title>reel serve</title>" not in page:
+            fail("GET / is not the page")
+        # DELETE stops it cleanly; the others go on.
+        s.expect("DELETE", f"/pipelines/{new['id']}", 200)
+        s.expect("DELETE", f"/pipelines/{new['id']}", 404)
+        ids = [p["id"] for p in s.expect("GET", "/pipelines", 200)["pipelines"]]
+        if ids != ["cam", "mine"]:
+            fail(f"after DELETE: {ids}")
+        before = sink_frames(s.expect("GET", "/pipelines/cam", 200))
+        wait_for("cam still running", lambda: sink_frames(s.expect("GET", "/pipelines/cam", 200)) > before + 10, 30)
+    finally:
+        rc = s.stop()
+    if rc != 0:
+        fail(f"reel serve exited {rc}: {read(s.log)}")
+    print("api: config, POST, GET, PATCH, DELETE and the bad requests answered as they should")
+
+
+def case_restart(reel, tmp):
+    s = Serve(reel, tmp)
+    try:
+        s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! fakesink", "id": "steady"})
+        s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! identity error-after=10 ! fakesink",
+                                             "id": "flaky"})
+        s.expect("POST", "/pipelines", 201, {"description": "testsrc format=rgb24 ! encode codec=h264 ! fakesink",
+                                             "id": "hopeless"})
+        flaky = wait_for("two restarts", lambda: (lambda a: a["restarts"] >= 2 and a)(
+            s.expect("GET", "/pipelines/flaky", 200)), 30)
+        if "failing on buffer 10 as asked" not in (flaky["error"] or ""):
+            fail(f"flaky's error: {flaky}")
+        hopeless = s.expect("GET", "/pipelines/hopeless", 200)
+        if hopeless["state"] != "failed" or hopeless["restarts"] != 0 or "no format in common" not in hopeless["error"]:
+            fail(f"hopeless: {hopeless}")
+        steady = s.expect("GET", "/pipelines/steady", 200)
+        if steady["state"] != "running" or steady["restarts"] != 0 or sink_frames(steady) < 30:
+            fail(f"steady, beside the failures: {steady}")
+    finally:
+        rc = s.stop()
+    if rc != 0:
+        fail(f"reel serve exited {rc}: {read(s.log)}")
+    print(f"restart: flaky restarted {flaky['restarts']} times, hopeless failed once, steady ran on "
+          f"({sink_frames(steady)} frames)")
+
+
+def case_metrics(reel, tmp):
+    for tool in ("promtool", "prometheus"):
+        if not shutil.which(tool):
+            skip(f"no {tool} (Debian's prometheus)")
+    token_file = os.path.join(tmp, "token")
+    with open(token_file, "w") as f:
+        f.write(TOKEN + "\n")
+    s = Serve(reel, tmp, "--token-file", token_file)
+    prom = None
+    try:
+        s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! queue ! fakesink", "id": "cam"}, token=TOKEN)
+        wait_for("frames", lambda: sink_frames(s.expect("GET", "/pipelines/cam", 200, token=TOKEN)) > 10, 30)
+        text = s.expect("GET", "/metrics", 200, token=TOKEN)
+        check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        if check.returncode != 0:
+            fail(f"promtool check metrics: {check.stdout}{check.stderr}\n{text}")
+        for series in ('reel_frames_total{pipeline="cam",element="fakesink0"}',
+                       'reel_latency_seconds_bucket{pipeline="cam",element="fakesink0",le="+Inf"}',
+                       'reel_pipeline_up{pipeline="cam"} 1', "reel_process_resident_memory_bytes"):
+            if series not in text:
+                fail(f"no {series} in: {text}")
+        # A real Prometheus, scraping with the token.
+        port = free_port()
+        cfg = os.path.join(tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write(f"global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: reel\n"
+                    f"    authorization: {{credentials_file: {token_file}}}\n"
+                    f"    static_configs: [{{targets: ['127.0.0.1:{s.port}']}}]\n")
+        prom = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/tsdb",
+                                 f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                                stderr=open(os.path.join(tmp, "prometheus.log"), "w"))
+
+        def query():
+            url = f"http://127.0.0.1:{port}/api/v1/query?query=reel_frames_total"
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    result = json.load(r)["data"]["result"]
+            except (OSError, ValueError, KeyError):
+                return None
+            return result if result and prom.poll() is None else None
+        result = wait_for("Prometheus to have a reel series", lambda: query() or prom.poll() is not None, 90)
+        if prom.poll() is not None:
+            fail(f"prometheus ended: {read(os.path.join(tmp, 'prometheus.log'))}")
+        labels = result[0]["metric"]
+        if labels.get("pipeline") != "cam" or labels.get("job") != "reel" or float(result[0]["value"][1]) <= 0:
+            fail(f"Prometheus's answer: {result}")
+    finally:
+        if prom and prom.poll() is None:
+            prom.terminate()
+            prom.wait()
+        s.stop()
+    print(f"metrics: promtool passes; Prometheus has reel_frames_total {result[0]['value'][1]} for {labels}")
+
+
+def case_auth(reel, tmp):
+    if not shutil.which("openssl"):
+        skip("no openssl")
+    token_file = os.path.join(tmp, "token")
+    with open(token_file, "w") as f:
+        f.write(TOKEN + "\n")
+    # Beyond loopback without a token: refused at start.
+    out = subprocess.run([reel, "serve", "--listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=30)
+    if out.returncode != 2 or "--token-file" not in out.stderr:
+        fail(f"0.0.0.0 without a token: exit {out.returncode}, {out.stderr}")
+    key, cert = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    s = Serve(reel, tmp, "--token-file", token_file, "--tls-cert", cert, "--tls-key", key, listen="0.0.0.0:0")
+    ctx = ssl.create_default_context(cafile=cert)
+    try:
+        for token, status in ((None, 401), ("wrong", 401), (TOKEN + "x", 401), (TOKEN, 200)):
+            got, answer = s.request("GET", "/pipelines", token=token, context=ctx)
+            if got != status:
+                fail(f"token {token!r}: {got} {answer}, wanted {status}")
+        got, _ = s.request("GET", "/metrics", context=ctx)
+        if got != 401:
+            fail(f"/metrics without the token: {got}")
+        # Plain HTTP to the HTTPS port is not served.
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{s.port}/pipelines", timeout=10)
+            fail("plain HTTP was answered on the HTTPS port")
+        except (urllib.error.URLError, OSError, ValueError):
+            pass
+    finally:
+        s.stop()
+    if TOKEN in read(s.log):
+        fail(f"the token is in the log: {read(s.log)}")
+    print("auth: 401 without the token or with a wrong one, 200 with it, over HTTPS; 0.0.0.0 needs a token")
+
+
+def case_sigterm(reel, tmp):
+    out = os.path.join(tmp, "out.mp4")
+    s = Serve(reel, tmp)
+    s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! encode codec=h264 ! sink location={out}",
+                                         "id": "rec"})
+    wait_for("frames written", lambda: sink_frames(s.expect("GET", "/pipelines/rec", 200)) > 30, 30)
+    rc = s.stop()
+    if rc != 0:
+        fail(f"reel serve exited {rc} on SIGTERM: {read(s.log)}")
+    if not os.path.exists(out) or os.path.exists(out + ".part"):
+        fail(f"the mp4 was not finalized: {os.listdir(tmp)}")
+    n = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                        "stream=nb_read_frames", "-of", "csv=p=0", out], capture_output=True, text=True).stdout
+    if not n.strip().isdigit() or int(n) < 30:
+        fail(f"ffprobe read {n!r} frames of the mp4")
+    print(f"sigterm: exit 0, out.mp4 finalized with {n.strip()} frames")
+
+
+def case_samples(reel, tmp):
+    """samples/serve, as a user copies it: the test pattern runs; the camera
+    (no camera here) shows why it does not, and does not stop the other."""
+    conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "serve")
+    s = Serve(reel, tmp, "--config", conf)
+    try:
+        ids = sorted(p["id"] for p in s.expect("GET", "/pipelines", 200)["pipelines"])
+        if ids != ["camera", "test-pattern"]:
+            fail(f"samples/serve started {ids}: {read(s.log)}")
+        wait_for("the test pattern's frames", lambda: sink_frames(s.expect("GET", "/pipelines/test-pattern", 200))
+                 > 10, 30)
+        camera = wait_for("the camera's error", lambda: (lambda a: a["error"] and a)(
+            s.expect("GET", "/pipelines/camera", 200)), 60)
+        if camera["state"] not in ("restarting", "failed"):
+            fail(f"camera: {camera}")
+    finally:
+        s.stop()
+    print(f"samples: test-pattern runs; camera {camera['state']}: {camera['error']}")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    reel, case = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="reel-serve-") as tmp:
+        globals()["case_" + case](reel, tmp)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
