@@ -123,17 +123,22 @@ serve_hosted *serve_hosted_start(const char *id, const char *text, const char *o
     return h;
 }
 
+void serve_hosted_ask_stop(serve_hosted *h)
+{
+    g_mutex_lock(&h->lock);
+    if (!h->stop_asked && h->pipeline && h->state == SERVE_RUNNING)
+        reel_pipeline_send_eos(h->pipeline);
+    h->stop_asked = true;
+    g_cond_broadcast(&h->wake);
+    g_mutex_unlock(&h->lock);
+}
+
 void serve_hosted_stop(serve_hosted **hp)
 {
     serve_hosted *h = *hp;
     if (!h)
         return;
-    g_mutex_lock(&h->lock);
-    h->stop_asked = true;
-    if (h->pipeline && h->state == SERVE_RUNNING)
-        reel_pipeline_send_eos(h->pipeline);
-    g_cond_broadcast(&h->wake);
-    g_mutex_unlock(&h->lock);
+    serve_hosted_ask_stop(h);
     g_thread_join(h->thread);
     g_mutex_clear(&h->lock);
     g_cond_clear(&h->wake);

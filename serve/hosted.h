@@ -39,8 +39,10 @@ typedef struct serve_status {
 // `origin` names it in parse errors. The first parse has been checked by
 // the caller.
 serve_hosted *serve_hosted_start(const char *id, const char *text, const char *origin);
-// Asks it to stop (sources stop, sinks finalize, as Ctrl-C in `reel run`),
-// waits for that, and frees it.
+// Asks it to stop (sources stop, sinks finalize, as Ctrl-C in `reel run`)
+// without waiting.
+void serve_hosted_ask_stop(serve_hosted *h);
+// Asks it to stop, waits for that, and frees it.
 void serve_hosted_stop(serve_hosted **h);
 
 const char *serve_hosted_id(const serve_hosted *h);

@@ -28,7 +28,10 @@ void serve_service_free(serve_service **sp)
     serve_service *s = *sp;
     if (!s)
         return;
-    // Each stops on its own: a slow sink does not hold up the others' ends.
+    // All are asked first, so that they wind down together: a slow sink
+    // does not hold up the others' ends.
+    for (guint i = 0; i < s->hosted->len; i++)
+        serve_hosted_ask_stop(s->hosted->pdata[i]);
     for (guint i = 0; i < s->hosted->len; i++) {
         serve_hosted *h = s->hosted->pdata[i];
         serve_hosted_stop(&h);
