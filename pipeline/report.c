@@ -1,10 +1,9 @@
 // What a run did, per element: as structs, JSON, and a Graphviz graph.
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "pipeline/internal.h"
 #include "base/json.h"
+#include "base/process.h"
 #include "reel/error.h"
 
 int64_t reel_element_input_dropped(const reel_element *e, int pad)
@@ -87,34 +86,13 @@ static void append_inputs_and_latency(GString *s, const reel_element *e, const r
     g_string_append_c(s, '}');
 }
 
-// Resident memory of the process now and at its peak, in bytes (Linux
-// /proc); -1 where it cannot be read.
-static void read_rss(int64_t *now, int64_t *peak)
-{
-    *now = *peak = -1;
-    long pages = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f && fscanf(f, "%*s %ld", &pages) == 1)
-        *now = (int64_t)pages * sysconf(_SC_PAGESIZE);
-    if (f)
-        fclose(f);
-    char *status = NULL;
-    if (g_file_get_contents("/proc/self/status", &status, NULL, NULL)) {
-        const char *hwm = strstr(status, "\nVmHWM:");
-        long kib;
-        if (hwm && sscanf(hwm + 7, "%ld", &kib) == 1)
-            *peak = (int64_t)kib * 1024;
-        g_free(status);
-    }
-}
-
 // Process-wide memory figures at the time of writing: resident memory, and
 // the buffer pools' counts (after a finished run, outstanding buffers and
 // open pools are leaks).
 static void append_memory(GString *s)
 {
     int64_t rss, peak;
-    read_rss(&rss, &peak);
+    reel_process_rss(&rss, &peak);
     reel_pool_stats pools = reel_pool_get_totals();
     reel_buffer_stats buffers = reel_buffer_get_stats();
     g_string_append_printf(s,

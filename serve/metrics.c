@@ -4,10 +4,9 @@
 #include "serve/metrics.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "base/process.h"
 #include "reel/reel.h"
 
 typedef enum {
@@ -141,18 +140,6 @@ static void pipeline_metrics(serve_hosted *h, void *data)
     serve_hosted_with_pipeline(h, elements, c);
 }
 
-// Resident memory of the process (Linux), in bytes; -1 when unknown.
-static double resident_bytes(void)
-{
-    long pages = -1;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f && fscanf(f, "%*s %ld", &pages) != 1)
-        pages = -1;
-    if (f)
-        fclose(f);
-    return pages < 0 ? -1 : (double)pages * (double)sysconf(_SC_PAGESIZE);
-}
-
 char *serve_metrics_text(serve_service *s)
 {
     collect c = { 0 };
@@ -166,10 +153,12 @@ char *serve_metrics_text(serve_service *s)
                                    families[f].name, families[f].type, c.out[f]->str);
         g_string_free(c.out[f], TRUE);
     }
+    int64_t rss;
+    reel_process_rss(&rss, NULL);
     char num[G_ASCII_DTOSTR_BUF_SIZE];
     g_string_append_printf(text,
                            "# HELP reel_process_resident_memory_bytes resident memory of the reel serve process\n"
                            "# TYPE reel_process_resident_memory_bytes gauge\nreel_process_resident_memory_bytes %s\n",
-                           g_ascii_formatd(num, sizeof num, "%.9g", resident_bytes()));
+                           g_ascii_formatd(num, sizeof num, "%.9g", (double)rss));
     return g_string_free(text, FALSE);
 }
