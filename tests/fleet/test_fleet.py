@@ -54,12 +54,12 @@ class Server:
         self.proc = spawn(["nats-server", "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", self.store],
                           self.log)
 
+        # Its own word, not a connection: one could reach another test's
+        # server that took the port first (this one then exits).
         def up():
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return True
-            except OSError:
-                return self.proc.poll() is not None and fail(f"nats-server exited: {read(self.log)}")
+            if self.proc.poll() is not None:
+                fail(f"nats-server exited: {read(self.log)}")
+            return "Server is ready" in read(self.log)
         wait_for("nats-server", up, 15)
 
     def stop(self):

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -86,23 +85,26 @@ class AuthServer:
     """nats-server -js with the blocks in `conf` (tls, authorization, operator) on a free port."""
 
     def __init__(self, tmp, conf, tls=False):
-        self.port = free_port()
-        self.url = f"{'tls' if tls else 'nats'}://127.0.0.1:{self.port}"
-        self.plain_url = f"nats://127.0.0.1:{self.port}"
-        name = f"nats-{self.port}"
-        path = write(os.path.join(tmp, name + ".conf"),
-                     f'listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: "{tmp}/{name}-store" }}\n{conf}')
-        SECRET_FILES.add(path)
-        self.log = os.path.join(tmp, name + ".log")
-        self.proc = fleet.spawn(["nats-server", "-c", path], self.log)
-
-        def up():
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return True
-            except OSError:
-                return self.proc.poll() is not None and fail(f"nats-server exited: {read(self.log)}")
-        wait_for("nats-server", up, 15)
+        # A free port may be taken by another test's server before this one
+        # binds it: then it exits, and another port is tried. A connection
+        # alone would not tell: it could reach the other test's server.
+        for attempt in range(5):
+            self.port = free_port()
+            self.url = f"{'tls' if tls else 'nats'}://127.0.0.1:{self.port}"
+            self.plain_url = f"nats://127.0.0.1:{self.port}"
+            name = f"nats-{self.port}"
+            path = write(os.path.join(tmp, name + ".conf"),
+                         f'listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: "{tmp}/{name}-store" }}\n{conf}')
+            SECRET_FILES.add(path)
+            self.log = os.path.join(tmp, name + ".log")
+            self.proc = fleet.spawn(["nats-server", "-c", path], self.log)
+            ready = wait_for("nats-server", lambda: "Server is ready" in read(self.log) or self.proc.poll() is not None,
+                             15)
+            if self.proc.poll() is None and ready:
+                return
+            if "address already in use" not in read(self.log):
+                fail(f"nats-server exited: {read(self.log)}")
+        fail(f"nats-server found no free port: {read(self.log)}")
 
 
 def openssl(*args, cwd):
