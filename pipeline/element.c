@@ -302,6 +302,17 @@ bool reel_element_is_live(const reel_element *e)
     return atomic_load(&e->live);
 }
 
+int reel_element_snapshot(reel_element *e, int max_width, GBytes **jpeg, GError **error)
+{
+    *jpeg = NULL;
+    if (!e->klass->snapshot) {
+        g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s (%s) gives no pictures: a preview element does",
+                    e->name, e->klass->name);
+        return REEL_EUNSUPPORTED;
+    }
+    return e->klass->snapshot(e, max_width, jpeg, error);
+}
+
 const char *reel_input_state_name(reel_input_state state)
 {
     static const char *const names[] = { "", "connecting", "live", "lost", "ended" };

@@ -248,6 +248,172 @@ static void patch_one(serve_hosted *h, void *data)
     g_string_free(pt.error, TRUE);
 }
 
+// ---- pictures --------------------------------------------------------------
+
+enum { DEFAULT_PREVIEW_WIDTH = 640, MAX_PREVIEW_WIDTH = 1920, DEFAULT_PREVIEW_FPS = 5, MAX_PREVIEW_FPS = 30 };
+
+// An integer query parameter within [lo, hi], or `fallback`.
+static int query_int(GHashTable *query, const char *key, int fallback, int lo, int hi)
+{
+    const char *v = query ? g_hash_table_lookup(query, key) : NULL;
+    return v && *v ? CLAMP(atoi(v), lo, hi) : fallback;
+}
+
+typedef struct snap {
+    const char *element;
+    int width;
+    int status;
+    GBytes *jpeg;
+    GError *error;
+} snap;
+
+static void snap_running(reel_pipeline *p, void *data)
+{
+    snap *sn = data;
+    reel_element *e = p ? reel_pipeline_find(p, sn->element) : NULL;
+    if (!e) {
+        sn->status = 404;
+        g_set_error(&sn->error, REEL_ERROR, REEL_EINVAL, p ? "no element '%s' in the pipeline"
+                                                           : "the pipeline is not running", sn->element);
+        return;
+    }
+    int rc = reel_element_snapshot(e, sn->width, &sn->jpeg, &sn->error);
+    sn->status = rc == 0 ? 200 : rc == REEL_EIO ? 503 : rc == REEL_EUNSUPPORTED ? 400 : 500;
+}
+
+static void snap_one(serve_hosted *h, void *data)
+{
+    snap *sn = data;
+    if (!h) {
+        sn->status = 404;
+        g_set_error(&sn->error, REEL_ERROR, REEL_EINVAL, "no such pipeline");
+        return;
+    }
+    serve_hosted_with_pipeline(h, snap_running, sn);
+}
+
+// A JPEG of element `element` of pipeline `id` now; status 200 with
+// sn->jpeg, or another with sn->error.
+static snap take_snapshot(serve_http *h, const char *id, const char *element, int width)
+{
+    snap sn = { .element = element, .width = width };
+    serve_service_with(h->service, id, snap_one, &sn);
+    return sn;
+}
+
+static void get_snapshot(serve_http *h, SoupServerMessage *msg, const char *id, const char *element,
+                         GHashTable *query)
+{
+    snap sn = take_snapshot(h, id, element,
+                            query_int(query, "width", DEFAULT_PREVIEW_WIDTH, 16, MAX_PREVIEW_WIDTH));
+    if (sn.status != 200) {
+        answer_error(msg, sn.status, sn.error->message);
+        g_error_free(sn.error);
+        return;
+    }
+    gsize len = 0;
+    const void *data = g_bytes_get_data(sn.jpeg, &len);
+    soup_server_message_set_status(msg, 200, NULL);
+    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Cache-Control", "no-store");
+    soup_server_message_set_response(msg, "image/jpeg", SOUP_MEMORY_COPY, data, len);
+    g_bytes_unref(sn.jpeg);
+}
+
+// One client of an MJPEG preview: a part per tick while it keeps up; a
+// viewer still reading the last part is skipped (its frames drop), so a
+// slow one never slows anything else.
+typedef struct viewer {
+    serve_http *http;
+    SoupServerMessage *msg;
+    char *id, *element;
+    int width;
+    guint64 unsent; // bytes appended but not yet written
+    guint tick;
+} viewer;
+
+static void viewer_gone(SoupServerMessage *msg, gpointer data)
+{
+    (void)msg;
+    viewer *v = data;
+    if (v->tick)
+        g_source_remove(v->tick);
+    g_free(v->id);
+    g_free(v->element);
+    g_free(v);
+}
+
+static void viewer_wrote(SoupServerMessage *msg, guint bytes, gpointer data)
+{
+    (void)msg;
+    viewer *v = data;
+    v->unsent -= MIN(v->unsent, bytes);
+}
+
+static gboolean viewer_tick(gpointer data)
+{
+    viewer *v = data;
+    if (v->unsent > 0)
+        return G_SOURCE_CONTINUE; // still writing the last one
+    snap sn = take_snapshot(v->http, v->id, v->element, v->width);
+    SoupMessageBody *body = soup_server_message_get_response_body(v->msg);
+    if (sn.status == 404) {
+        // The pipeline or the element went away: the stream ends.
+        g_error_free(sn.error);
+        v->tick = 0;
+        soup_message_body_complete(body);
+        soup_server_message_unpause(v->msg);
+        return G_SOURCE_REMOVE;
+    }
+    if (sn.status != 200) {
+        g_error_free(sn.error); // no frame yet: try at the next tick
+        return G_SOURCE_CONTINUE;
+    }
+    gsize len = 0;
+    const void *jpeg = g_bytes_get_data(sn.jpeg, &len);
+    char *head = g_strdup_printf("--reelframe\r\nContent-Type: image/jpeg\r\nContent-Length: %" G_GSIZE_FORMAT
+                                 "\r\n\r\n", len);
+    v->unsent += strlen(head);
+    soup_message_body_append(body, SOUP_MEMORY_TAKE, head, strlen(head));
+    soup_message_body_append(body, SOUP_MEMORY_COPY, jpeg, len);
+    soup_message_body_append(body, SOUP_MEMORY_STATIC, "\r\n", 2);
+    v->unsent += len + 2;
+    g_bytes_unref(sn.jpeg);
+    soup_server_message_unpause(v->msg);
+    return G_SOURCE_CONTINUE;
+}
+
+static void get_preview(serve_http *h, SoupServerMessage *msg, const char *id, const char *element,
+                        GHashTable *query)
+{
+    // Refused at once when there is nothing to show at all.
+    snap first = take_snapshot(h, id, element, 16);
+    if (first.status == 404 || first.status == 400) {
+        answer_error(msg, first.status, first.error->message);
+        g_error_free(first.error);
+        return;
+    }
+    g_clear_error(&first.error);
+    if (first.jpeg)
+        g_bytes_unref(first.jpeg);
+    viewer *v = g_new0(viewer, 1);
+    v->http = h;
+    v->msg = msg;
+    v->id = g_strdup(id);
+    v->element = g_strdup(element);
+    v->width = query_int(query, "width", DEFAULT_PREVIEW_WIDTH, 16, MAX_PREVIEW_WIDTH);
+    int fps = query_int(query, "fps", DEFAULT_PREVIEW_FPS, 1, MAX_PREVIEW_FPS);
+    SoupMessageHeaders *rh = soup_server_message_get_response_headers(msg);
+    soup_server_message_set_status(msg, 200, NULL);
+    soup_message_headers_set_content_type(rh, "multipart/x-mixed-replace; boundary=reelframe", NULL);
+    soup_message_headers_set_encoding(rh, SOUP_ENCODING_EOF);
+    soup_message_headers_replace(rh, "Cache-Control", "no-store");
+    soup_message_body_set_accumulate(soup_server_message_get_response_body(msg), FALSE);
+    g_signal_connect(msg, "wrote-body-data", G_CALLBACK(viewer_wrote), v);
+    g_signal_connect(msg, "finished", G_CALLBACK(viewer_gone), v);
+    v->tick = g_timeout_add(1000 / fps, viewer_tick, v);
+    soup_server_message_pause(msg);
+}
+
 // ---- routing ---------------------------------------------------------------
 
 // Constant-time comparison: how much of a guess is right must not show in
@@ -272,7 +438,6 @@ static bool authorized(serve_http *h, SoupServerMessage *msg)
 static void route(SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer data)
 {
     (void)server;
-    (void)query;
     serve_http *h = data;
     const char *method = soup_server_message_get_method(msg);
     if (soup_server_message_get_status(msg) != 0)
@@ -314,6 +479,12 @@ static void route(SoupServer *server, SoupServerMessage *msg, const char *path, 
             serve_service_with(h->service, parts[1], patch_one, &r);
             reel_json_free(r.body);
         }
+    } else if (n == 5 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0 && get
+               && strcmp(parts[4], "snapshot.jpg") == 0) {
+        get_snapshot(h, msg, parts[1], parts[3], query);
+    } else if (n == 5 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0 && get
+               && strcmp(parts[4], "preview.mjpeg") == 0) {
+        get_preview(h, msg, parts[1], parts[3], query);
     } else if ((n == 1 && (strcmp(parts[0], "pipelines") == 0 || strcmp(parts[0], "metrics") == 0))
                || (n == 2 && strcmp(parts[0], "pipelines") == 0)
                || (n == 4 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0)) {

@@ -188,6 +188,11 @@ typedef struct reel_element_class {
     // another thread. Returns 0 or a REEL_E* code (after
     // reel_element_error), which fails the run.
     int (*changed)(reel_element *e, const reel_prop *prop);
+    // Optional: the last frame the element saw, as a JPEG at most max_width
+    // pixels wide (0: as it came), for previews (`preview`). Called from any
+    // thread while the pipeline runs; must not wait for the pipeline.
+    // Returns 0 with *jpeg set, or a REEL_E* code with *error set.
+    int (*snapshot)(reel_element *e, int max_width, GBytes **jpeg, GError **error);
 } reel_element_class;
 
 // ---- the registry ----------------------------------------------------------
@@ -365,6 +370,12 @@ REEL_API const char *reel_input_state_name(reel_input_state state);
 // attempts this run so far. The core notes when the state last changed.
 // Any thread.
 REEL_API void reel_element_set_input_state(reel_element *e, reel_input_state state, int64_t reconnects);
+
+// The last frame a `preview` element saw, as a JPEG (g_bytes_unref it), at
+// most max_width wide (0: its own size): what `reel serve` shows. Returns 0,
+// REEL_EUNSUPPORTED for an element that gives none, or REEL_EIO before its
+// first frame. Any thread, while the pipeline runs.
+REEL_API int reel_element_snapshot(reel_element *e, int max_width, GBytes **jpeg, GError **error);
 
 // What happens when a link is full: wait (no), drop the newest buffer
 // (upstream) or the oldest queued one (downstream).

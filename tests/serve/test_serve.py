@@ -14,6 +14,9 @@ its metrics with promtool and a real Prometheus scraping it.
              HTTPS with a certificate made by openssl; no token in the log
   sigterm    SIGTERM stops the service; an mp4 being written is finalized
   samples    samples/serve starts: what can run does, the rest says why
+  preview    a preview element's snapshot and MJPEG stream; a viewer that
+             never reads does not slow the pipeline
+  browser    the page in headless Chromium shows the preview, moving
 """
 import json
 import os
@@ -65,9 +68,9 @@ class Serve:
             req.add_header("Authorization", f"Bearer {token}")
         try:
             with urllib.request.urlopen(req, timeout=30, context=context) as r:
-                status, text = r.status, r.read().decode()
+                status, text = r.status, r.read().decode(errors="replace")
         except urllib.error.HTTPError as e:
-            status, text = e.code, e.read().decode()
+            status, text = e.code, e.read().decode(errors="replace")
         try:
             return status, json.loads(text)
         except ValueError:
@@ -333,12 +336,148 @@ def case_samples(reel, tmp):
     print(f"samples: test-pattern runs; camera {camera['state']}: {camera['error']}")
 
 
+PREVIEWED = (f"testsrc is-live=true framerate=25 pattern=checkers ! video/raw,width=320,height=240 ! tee name=t "
+             "t. ! queue ! fakesink t. ! queue leaky=downstream max-size=2 ! preview name=pv")
+
+
+def jpeg_size(data):
+    """(width, height) from a JPEG's SOF marker; None when it is not a JPEG."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            return None
+        marker, length = data[i + 1], int.from_bytes(data[i + 2:i + 4], "big")
+        if 0xC0 <= marker <= 0xC3:
+            return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big")
+        i += 2 + length
+    return None
+
+
+def mjpeg_parts(port, path, seconds):
+    """The JPEG parts of a multipart/x-mixed-replace stream read for `seconds`."""
+    with socket.create_connection(("127.0.0.1", port), 10) as c:
+        c.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        c.settimeout(1)
+        data, end = b"", time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                chunk = c.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    if b"multipart/x-mixed-replace; boundary=reelframe" not in head:
+        fail(f"preview.mjpeg's headers: {head!r}")
+    parts = []
+    for piece in body.split(b"--reelframe\r\n")[1:]:
+        h, _, rest = piece.partition(b"\r\n\r\n")
+        m = re.search(rb"Content-Length: (\d+)", h)
+        if m and len(rest) >= int(m.group(1)):
+            parts.append(rest[:int(m.group(1))])
+    return parts
+
+
+def case_preview(reel, tmp):
+    s = Serve(reel, tmp)
+    try:
+        s.expect("POST", "/pipelines", 201, {"description": PREVIEWED, "id": "cam"})
+        wait_for("a first frame", lambda: s.request("GET", "/pipelines/cam/elements/pv/snapshot.jpg")[0] == 200, 30)
+        req = urllib.request.Request(f"http://127.0.0.1:{s.port}/pipelines/cam/elements/pv/snapshot.jpg?width=160")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            if r.headers["Content-Type"] != "image/jpeg" or jpeg_size(r.read()) != (160, 120):
+                fail("snapshot.jpg?width=160 is not a 160x120 JPEG")
+        err = s.expect("GET", "/pipelines/cam/elements/fakesink0/snapshot.jpg", 400)
+        if "gives no pictures" not in err["error"]:
+            fail(f"a snapshot of a fakesink: {err}")
+        s.expect("GET", "/pipelines/cam/elements/ghost/preview.mjpeg", 404)
+        s.expect("GET", "/pipelines/ghost/elements/pv/preview.mjpeg", 404)
+        # A viewer that never reads, beside one that does: the pipeline
+        # keeps its pace, and the reading one gets its frames.
+        stuck = socket.create_connection(("127.0.0.1", s.port))
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.sendall(b"GET /pipelines/cam/elements/pv/preview.mjpeg?fps=30&width=1920 HTTP/1.1\r\nHost: x\r\n\r\n")
+        before, t0 = sink_frames(s.expect("GET", "/pipelines/cam", 200)), time.monotonic()
+        parts = mjpeg_parts(s.port, "/pipelines/cam/elements/pv/preview.mjpeg?fps=10&width=200", 3)
+        after, t1 = sink_frames(s.expect("GET", "/pipelines/cam", 200)), time.monotonic()
+        stuck.close()
+        if len(parts) < 15 or any(jpeg_size(p) != (200, 150) for p in parts):
+            fail(f"preview.mjpeg at 10 fps for 3 s: {len(parts)} parts, sizes {[jpeg_size(p) for p in parts][:5]}")
+        if len(set(parts)) < len(parts) // 2:
+            fail("the preview's frames do not change")
+        fps = (after - before) / (t1 - t0)
+        if fps < 20:
+            fail(f"the pipeline ran at {fps:.1f} fps beside a stuck viewer, wanted about 25")
+        # Deleting the pipeline ends its viewers' streams.
+        s.expect("DELETE", "/pipelines/cam", 200)
+    finally:
+        s.stop()
+    print(f"preview: snapshot 160x120; MJPEG {len(parts)} parts in 3 s at fps=10; the pipeline at {fps:.1f} fps "
+          f"beside a viewer that never reads")
+
+
+def case_browser(reel, tmp):
+    """The page in headless Chromium: two screenshots a second apart show
+    the preview (a checkerboard, its black squares found by colour), and
+    the picture moved between them."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        skip("no chromium")
+    try:
+        from PIL import Image
+    except ImportError:
+        skip("no python3-pil")
+    s = Serve(reel, tmp)
+    try:
+        s.expect("POST", "/pipelines", 201, {"description": PREVIEWED, "id": "cam"})
+        wait_for("a first frame", lambda: s.request("GET", "/pipelines/cam/elements/pv/snapshot.jpg")[0] == 200, 30)
+        shots = []
+        for i in range(2):
+            path = os.path.join(tmp, f"shot{i}.png")
+            out = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                  f"--user-data-dir={tmp}/chromium", "--window-size=900,700",
+                                  "--virtual-time-budget=3000", f"--screenshot={path}",
+                                  f"http://127.0.0.1:{s.port}/"], capture_output=True, text=True, timeout=120)
+            if not os.path.exists(path):
+                fail(f"chromium made no screenshot: {out.stderr[-2000:]}")
+            shots.append(Image.open(path).convert("RGB"))
+            time.sleep(1)  # the second screenshot is meant to be a second later: this is the test's subject
+    finally:
+        s.stop()
+    w, h = shots[0].size
+    px = [img.load() for img in shots]
+    # Near black is the preview's alone (the page's darkest, its text, is #222).
+    dark = [(x, y) for y in range(h) for x in range(w) if max(px[0][x, y]) <= 24]
+    if len(dark) < 5000:
+        fail(f"no preview on the page: {len(dark)} black pixels")
+    x0, x1 = min(x for x, _ in dark), max(x for x, _ in dark)
+    y0, y1 = min(y for _, y in dark), max(y for _, y in dark)
+    area = (x1 - x0 + 1) * (y1 - y0 + 1)
+    if not (250 <= x1 - x0 <= 330 and 180 <= y1 - y0 <= 250) or not 0.3 <= len(dark) / area <= 0.7:
+        fail(f"the black pixels do not form a 320x240 checkerboard: box {x0},{y0}-{x1},{y1}, "
+             f"{len(dark) / area:.2f} of it black")
+    changed = sum(1 for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)
+                  if sum(abs(a - b) for a, b in zip(px[0][x, y], px[1][x, y])) > 100)
+    if changed < 0.05 * area:
+        fail(f"the preview did not change between the screenshots: {changed} of {area} pixels")
+    print(f"browser: the preview at {x0},{y0}-{x1},{y1} in Chromium, {len(dark) / area:.0%} black, "
+          f"{changed / area:.0%} of it changed a second later")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     reel, case = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="reel-serve-") as tmp:
-        globals()["case_" + case](reel, tmp)
+        try:
+            globals()["case_" + case](reel, tmp)
+        finally:
+            if os.environ.get("REEL_KEEP_TMP"):
+                shutil.copytree(tmp, tmp + "-kept", dirs_exist_ok=True)
+                print(f"kept {tmp}-kept")
     print("PASS")
 
 
