@@ -11,7 +11,7 @@
 
 typedef enum {
     M_UP, M_RESTARTS, M_UPTIME, M_BUFFERS_IN, M_BUFFERS_OUT, M_DROPPED, M_BUSY, M_BYTES, M_FRAMES, M_LATENCY,
-    M_INPUT_STATE, M_RECONNECTS, M_COUNT
+    M_INPUT_STATE, M_RECONNECTS, M_INFERENCE, M_DEVICE_MEMORY, M_COUNT
 } family_id;
 
 static const struct {
@@ -30,6 +30,9 @@ static const struct {
     [M_LATENCY] = { "reel_latency_seconds", "histogram", "time from capture to a sink, per frame" },
     [M_INPUT_STATE] = { "reel_input_state", "gauge", "1 for the state a source's input is in" },
     [M_RECONNECTS] = { "reel_input_reconnects_total", "counter", "reconnect attempts of a source this run" },
+    [M_INFERENCE] = { "reel_inference_seconds_total", "counter", "time an infer element spent running its model" },
+    [M_DEVICE_MEMORY] = { "reel_device_memory_bytes", "gauge",
+                          "memory a device holds for reel (live and pooled), by device" },
 };
 
 // Histogram bounds, in seconds: 1 ms to 10 s.
@@ -38,6 +41,7 @@ static const double latency_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 
 typedef struct collect {
     GString *out[M_COUNT];
     const char *pipeline;
+    GHashTable *device_bytes; // device spec -> bytes held (gint64 *), once per device
 } collect;
 
 // A label value, escaped as the format wants (\\, \", \n).
@@ -116,6 +120,21 @@ static void elements(reel_pipeline *p, void *data)
             sample(c, M_FRAMES, NULL, (double)r[i].buffers_in, "element", name, NULL);
             latency_histogram(c, els[i], name);
         }
+        if (strcmp(r[i].klass, "infer") == 0) {
+            char *model = reel_element_get(els[i], "model");
+            sample(c, M_INFERENCE, NULL, r[i].busy_ns / 1e9, "element", name, "model", model ? model : "",
+                   "device", r[i].device, NULL);
+            g_free(model);
+        }
+        reel_device *dev = reel_element_device(els[i]);
+        const char *spec = dev ? reel_device_info_of(dev)->spec : NULL;
+        if (spec && !g_hash_table_contains(c->device_bytes, spec)) {
+            reel_device_stats st;
+            reel_device_get_stats(dev, &st);
+            gint64 *held = g_new(gint64, 1);
+            *held = st.bytes_held;
+            g_hash_table_insert(c->device_bytes, g_strdup(spec), held);
+        }
         if (*r[i].input_state) {
             static const char *const states[] = { "connecting", "live", "lost", "ended" };
             for (size_t k = 0; k < G_N_ELEMENTS(states); k++)
@@ -142,10 +161,19 @@ static void pipeline_metrics(serve_hosted *h, void *data)
 
 char *serve_metrics_text(serve_service *s)
 {
-    collect c = { 0 };
+    collect c = { .device_bytes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free) };
     for (int f = 0; f < M_COUNT; f++)
         c.out[f] = g_string_new(NULL);
     serve_service_each(s, pipeline_metrics, &c);
+    // Devices are the process's, not a pipeline's: one sample each.
+    GHashTableIter it;
+    gpointer spec, held;
+    g_hash_table_iter_init(&it, c.device_bytes);
+    char num[G_ASCII_DTOSTR_BUF_SIZE];
+    while (g_hash_table_iter_next(&it, &spec, &held))
+        g_string_append_printf(c.out[M_DEVICE_MEMORY], "%s{device=\"%s\"} %s\n", families[M_DEVICE_MEMORY].name,
+                               (const char *)spec, g_ascii_formatd(num, sizeof num, "%.9g", (double)*(gint64 *)held));
+    g_hash_table_destroy(c.device_bytes);
     GString *text = g_string_new(NULL);
     for (int f = 0; f < M_COUNT; f++) {
         if (c.out[f]->len)
@@ -155,7 +183,6 @@ char *serve_metrics_text(serve_service *s)
     }
     int64_t rss;
     reel_process_rss(&rss, NULL);
-    char num[G_ASCII_DTOSTR_BUF_SIZE];
     g_string_append_printf(text,
                            "# HELP reel_process_resident_memory_bytes resident memory of the reel serve process\n"
                            "# TYPE reel_process_resident_memory_bytes gauge\nreel_process_resident_memory_bytes %s\n",

@@ -218,16 +218,29 @@ def case_metrics(reel, tmp):
     prom = None
     try:
         s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! queue ! fakesink", "id": "cam"}, token=TOKEN)
-        wait_for("frames", lambda: sink_frames(s.expect("GET", "/pipelines/cam", 200, token=TOKEN)) > 10, 30)
+        models = os.environ.get("REEL_TEST_MODELS")
+        model = os.path.join(models, "colour.onnx") if models else None
+        if not model or not os.path.exists(model):
+            skip("no colour.onnx in REEL_TEST_MODELS (tests/models/make_models.py)")
+        s.expect("POST", "/pipelines", 201, {"description": "testsrc is-live=true ! video/raw,format=rgb24,width=32,"
+                                             f"height=32 ! preprocess ! infer model={model} ! fakesink", "id": "inf"},
+                 token=TOKEN)
+        for pid in ("cam", "inf"):
+            wait_for("frames", lambda: sink_frames(s.expect("GET", f"/pipelines/{pid}", 200, token=TOKEN)) > 10, 30)
         text = s.expect("GET", "/metrics", 200, token=TOKEN)
         check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
         if check.returncode != 0:
             fail(f"promtool check metrics: {check.stdout}{check.stderr}\n{text}")
         for series in ('reel_frames_total{pipeline="cam",element="fakesink0"}',
                        'reel_latency_seconds_bucket{pipeline="cam",element="fakesink0",le="+Inf"}',
-                       'reel_pipeline_up{pipeline="cam"} 1', "reel_process_resident_memory_bytes"):
+                       'reel_pipeline_up{pipeline="cam"} 1', "reel_process_resident_memory_bytes",
+                       'reel_device_memory_bytes{device="cpu"}'):
             if series not in text:
                 fail(f"no {series} in: {text}")
+        m = re.search(r'^reel_inference_seconds_total\{pipeline="inf",element="infer0",model="([^"]*)",device="cpu"\} '
+                      r'(\S+)$', text, re.M)
+        if not m or m.group(1) != model or float(m.group(2)) <= 0:
+            fail(f"no inference time for the model: {m and m.groups()}")
         # A real Prometheus, scraping with the token.
         port = free_port()
         cfg = os.path.join(tmp, "prometheus.yml")
