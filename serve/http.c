@@ -414,6 +414,15 @@ static void get_preview(serve_http *h, SoupServerMessage *msg, const char *id, c
     soup_server_message_pause(msg);
 }
 
+// A DELETE's pipeline has stopped, its outputs finalized.
+static void deleted(gpointer data)
+{
+    SoupServerMessage *msg = data;
+    answer_json(msg, 200, g_string_new("{\"ok\": true}\n"));
+    soup_server_message_unpause(msg);
+    g_object_unref(msg);
+}
+
 // ---- routing ---------------------------------------------------------------
 
 // Constant-time comparison: how much of a guess is right must not show in
@@ -468,10 +477,12 @@ static void route(SoupServer *server, SoupServerMessage *msg, const char *path, 
     } else if (n == 2 && strcmp(parts[0], "pipelines") == 0 && get) {
         serve_service_with(h->service, parts[1], get_one, &r);
     } else if (n == 2 && strcmp(parts[0], "pipelines") == 0 && strcmp(method, "DELETE") == 0) {
-        if (serve_service_remove(h->service, parts[1]))
-            answer_json(msg, 200, g_string_new("{\"ok\": true}\n"));
-        else
+        if (serve_service_remove(h->service, parts[1], deleted, g_object_ref(msg)))
+            soup_server_message_pause(msg); // answered once it has stopped
+        else {
+            g_object_unref(msg);
             answer_error(msg, 404, "no such pipeline");
+        }
     } else if (n == 4 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0
                && strcmp(method, "PATCH") == 0) {
         if ((r.body = body_json(msg))) {

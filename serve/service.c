@@ -4,20 +4,25 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <gio/gio.h>
+
 #include "reel/reel.h"
 
 G_DEFINE_QUARK(reel-serve-error-quark, serve_error)
 
 struct serve_service {
     GMutex lock;
+    GCond stopped;     // a removal finished
     GPtrArray *hosted; // serve_hosted *, in the order added
     int next_id;
+    int removing;      // removals whose pipeline is still stopping
 };
 
 serve_service *serve_service_new(void)
 {
     serve_service *s = g_new0(serve_service, 1);
     g_mutex_init(&s->lock);
+    g_cond_init(&s->stopped);
     s->hosted = g_ptr_array_new();
     s->next_id = 1;
     return s;
@@ -36,7 +41,12 @@ void serve_service_free(serve_service **sp)
         serve_hosted *h = s->hosted->pdata[i];
         serve_hosted_stop(&h);
     }
+    g_mutex_lock(&s->lock);
+    while (s->removing > 0)
+        g_cond_wait(&s->stopped, &s->lock);
+    g_mutex_unlock(&s->lock);
     g_ptr_array_free(s->hosted, TRUE);
+    g_cond_clear(&s->stopped);
     g_mutex_clear(&s->lock);
     g_free(s);
     *sp = NULL;
@@ -93,17 +103,55 @@ const char *serve_service_add(serve_service *s, const char *id, const char *text
     return added;
 }
 
-bool serve_service_remove(serve_service *s, const char *id)
+typedef struct removal {
+    serve_service *service;
+    serve_hosted *hosted;
+    void (*done)(gpointer data);
+    gpointer data;
+} removal;
+
+static void removal_done(GObject *source, GAsyncResult *result, gpointer data)
+{
+    (void)source;
+    (void)result;
+    removal *r = data;
+    r->done(r->data);
+    g_free(r);
+}
+
+static void removal_run(GTask *task, gpointer source, gpointer data, GCancellable *cancel)
+{
+    (void)source;
+    (void)cancel;
+    removal *r = data;
+    serve_hosted_stop(&r->hosted);
+    g_mutex_lock(&r->service->lock);
+    r->service->removing--;
+    g_cond_broadcast(&r->service->stopped);
+    g_mutex_unlock(&r->service->lock);
+    g_task_return_boolean(task, TRUE);
+}
+
+bool serve_service_remove(serve_service *s, const char *id, void (*done)(gpointer data), gpointer data)
 {
     g_mutex_lock(&s->lock);
     serve_hosted *h = find_locked(s, id);
-    bool found = h != NULL;
-    if (h)
+    if (h) {
         g_ptr_array_remove(s->hosted, h);
+        s->removing++;
+    }
     g_mutex_unlock(&s->lock);
-    // Stopped outside the lock: the other pipelines stay readable meanwhile.
-    serve_hosted_stop(&h);
-    return found;
+    if (!h)
+        return false;
+    // Stopped off the caller's thread: the server answers other requests
+    // while the pipeline's sinks finalize.
+    removal *r = g_new0(removal, 1);
+    *r = (removal){ .service = s, .hosted = h, .done = done, .data = data };
+    GTask *task = g_task_new(NULL, NULL, removal_done, r);
+    g_task_set_task_data(task, r, NULL); // freed by removal_done, after the run
+    g_task_run_in_thread(task, removal_run);
+    g_object_unref(task);
+    return true;
 }
 
 static int compare_names(gconstpointer a, gconstpointer b)

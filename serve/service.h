@@ -15,7 +15,8 @@ GQuark serve_error_quark(void);
 enum { SERVE_ERROR_EXISTS = 1 };
 
 serve_service *serve_service_new(void);
-// Stops every pipeline (sinks finalize) and frees the service.
+// Stops every pipeline (sinks finalize), waits for those being removed, and
+// frees the service.
 void serve_service_free(serve_service **s);
 
 // Checks that `text` parses (the error, with line, column and caret, comes
@@ -24,8 +25,10 @@ void serve_service_free(serve_service **s);
 // a bad description or id (REEL_EINVAL), an id taken (SERVE_ERROR_EXISTS).
 const char *serve_service_add(serve_service *s, const char *id, const char *text, const char *origin,
                               GError **error);
-// Stops and removes a pipeline; false when there is none of that id.
-bool serve_service_remove(serve_service *s, const char *id);
+// Removes a pipeline and stops it on a thread of its own (its sinks may take
+// a while to finalize), then calls done(data) on the calling thread's
+// default main context. False, and no call, when there is none of that id.
+bool serve_service_remove(serve_service *s, const char *id, void (*done)(gpointer data), gpointer data);
 // Every .reel file of `dir`, as a pipeline named after the file. A file
 // that does not parse is reported to stderr and left out; the others run.
 // Returns how many started, or -1 with *error set when dir cannot be read.

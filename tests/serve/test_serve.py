@@ -28,6 +28,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -172,6 +173,25 @@ def case_api(reel, tmp):
         ids = [p["id"] for p in s.expect("GET", "/pipelines", 200)["pipelines"]]
         if ids != ["cam", "mine"]:
             fail(f"after DELETE: {ids}")
+        # A pipeline slow to drain (a sink taking 100 ms a frame behind a
+        # full queue): its DELETE waits for the drain, the others are
+        # answered meanwhile.
+        s.expect("POST", "/pipelines", 201, {"id": "slow", "description": "testsrc is-live=true framerate=30 "
+                                             "! video/raw,width=64,height=48 ! queue max-size=30 "
+                                             "! fakesink delay-us=100000"})
+        wait_for("a full queue", lambda: sink_frames(s.expect("GET", "/pipelines/slow", 200)) >= 10, 30)
+        deleting = {}
+        t = threading.Thread(target=lambda: deleting.update(answer=s.request("DELETE", "/pipelines/slow")))
+        t.start()
+        wait_for("slow to leave the list", lambda: "slow" not in
+                 [p["id"] for p in s.expect("GET", "/pipelines", 200)["pipelines"]], 30)
+        s.expect("GET", "/metrics", 200)
+        answered_first = t.is_alive()
+        t.join(60)
+        if deleting.get("answer", (0,))[0] != 200:
+            fail(f"DELETE of the slow pipeline: {deleting}")
+        if not answered_first:
+            fail("the DELETE of a pipeline still draining was answered before other requests could be")
         before = sink_frames(s.expect("GET", "/pipelines/cam", 200))
         wait_for("cam still running", lambda: sink_frames(s.expect("GET", "/pipelines/cam", 200)) > before + 10, 30)
     finally:
