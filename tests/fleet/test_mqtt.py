@@ -24,7 +24,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -62,14 +61,12 @@ class Broker:
                                      stderr=open(self.log, "w"))
         procs.append(self.proc)
 
+        # Its own word that it listens, not a connection: one could reach
+        # another test's broker that took the port first (this one then exits).
         def up():
             if self.proc.poll() is not None:
                 fail(f"mosquitto exited: {read(self.log)}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return True
-            except OSError:
-                return False
+            return " running" in read(self.log)
         wait_for("mosquitto", up, 15)
 
     def stop(self):
