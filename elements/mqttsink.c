@@ -600,6 +600,10 @@ static const char *tls_hint(mqttsink_priv *s, const char *why)
         return "; are tls-cert and tls-key a certificate and its key, PEM files, the key without a passphrase?";
     if (strstr(why, "wrong version number") || strstr(why, "unexpected eof"))
         return "; does the broker speak TLS on that port?";
+    // With TLS 1.3 a broker asks for the certificate after the handshake and
+    // may close before its alert is read: only "protocol error" is left.
+    if (!*why && !given(s->tls_cert))
+        return "; the broker may want a client certificate: set tls-cert and tls-key";
     return "";
 }
 
