@@ -144,13 +144,15 @@ const reel_element_class reel_batch_class = {
 static int unbatch_process(reel_element *e, int pad, reel_buffer *buf)
 {
     (void)pad;
-    int stream = buf->stream_id, n = reel_element_n_outputs(e);
-    if (stream < 0 || stream >= n) {
+    int stream = buf->stream_id, out = reel_element_output_for_stream(e, stream);
+    if (out < 0) {
         reel_buffer_unref(&buf);
-        return reel_element_error(e, REEL_EINVAL, "a frame of stream %d came, but only outputs 0..%d are linked "
-                                  "(output k takes stream k)", stream, n - 1);
+        if (reel_element_stream_removed(e, stream)) // in flight when its branch went
+            return 0;
+        return reel_element_error(e, REEL_EINVAL, "a frame of stream %d came, but no output takes it "
+                                  "(output k takes stream k; %d are linked)", stream, reel_element_n_outputs(e));
     }
-    return reel_element_push(e, stream, buf);
+    return reel_element_push(e, out, buf);
 }
 
 const reel_element_class reel_unbatch_class = {

@@ -41,8 +41,6 @@ void reel_element_destroy(reel_element **ep)
     for (guint i = 0; e->out_pool && i < e->outputs->len; i++)
         reel_pool_release(&e->out_pool[i]);
     g_free(e->out_pool);
-    g_free(e->in_want);
-    g_free(e->out_format);
     g_free(e->in_eos);
     g_free(e->latency);
     if (e->trace)
@@ -110,13 +108,14 @@ const reel_caps *reel_element_input_format(const reel_element *e, int pad)
 {
     g_return_val_if_fail(pad >= 0 && pad < (int)e->inputs->len, NULL);
     reel_link *l = e->inputs->pdata[pad];
-    return l->src->out_format ? &l->src->out_format[l->src_pad] : NULL;
+    return &l->format;
 }
 
 const reel_caps *reel_element_output_format(const reel_element *e, int pad)
 {
     g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len, NULL);
-    return e->out_format ? &e->out_format[pad] : NULL;
+    const reel_link *l = e->outputs->pdata[pad];
+    return &l->format;
 }
 
 bool reel_element_placement_strict(const reel_element *e)
@@ -155,17 +154,17 @@ const reel_caps *reel_element_output_want(const reel_element *e, int pad)
 {
     g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len, NULL);
     reel_link *l = e->outputs->pdata[pad];
-    return l->dst->in_want ? &l->dst->in_want[l->dst_pad] : NULL;
+    return &l->want;
 }
 
 reel_buffer *reel_element_alloc(reel_element *e, int pad)
 {
     g_return_val_if_fail(pad >= 0 && pad < (int)e->outputs->len && e->out_pool, NULL);
     if (!e->out_pool[pad])
-        e->out_pool[pad] = reel_pool_new(&e->out_format[pad]);
+        e->out_pool[pad] = reel_pool_new(&((reel_link *)e->outputs->pdata[pad])->format);
     reel_buffer *b = e->out_pool[pad] ? reel_pool_acquire(e->out_pool[pad]) : NULL;
     if (!b) {
-        char *f = reel_caps_to_string(&e->out_format[pad]);
+        char *f = reel_caps_to_string(&((reel_link *)e->outputs->pdata[pad])->format);
         reel_element_error(e, REEL_ENOMEM, "cannot allocate a buffer of %s", f);
         g_free(f);
     }
@@ -185,7 +184,7 @@ static int check_format_change(reel_element *e, reel_link *l, const reel_caps *f
         g_error_free(limit);
         return rc;
     }
-    const reel_caps *want = &l->dst->in_want[l->dst_pad];
+    const reel_caps *want = &l->want;
     if (!reel_caps_accepts(want, f)) {
         char *sf = reel_caps_to_string(f), *sw = reel_caps_to_string(want);
         int rc = reel_element_error(e, REEL_EFORMAT, "the format changed to %s, which '%s' does not accept (%s)",
@@ -252,7 +251,7 @@ void reel_element_info(reel_element *e, const char *fmt, ...)
 bool reel_element_should_stop(const reel_element *e)
 {
     reel_pipeline *p = e->pipeline;
-    return atomic_load(&p->stopping) || atomic_load(&p->eos_requested);
+    return atomic_load(&p->stopping) || atomic_load(&p->eos_requested) || atomic_load(&e->eos_requested);
 }
 
 bool reel_element_is_aborting(const reel_element *e)

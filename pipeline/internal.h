@@ -37,6 +37,13 @@ typedef struct reel_link {
     atomic_long dropped;
     int64_t max_age_ns;            // leaky links: older buffers (since capture) are dropped at pop; 0: none
     reel_caps sent_format;         // producer only: the format of the last buffer sent
+    // Negotiated (negotiate.c): what the consumer accepts on this input and
+    // the format the producer sends. Kept here, not per element, so that a
+    // pad added to an element while it runs never moves what others read.
+    reel_caps want, format;
+    bool negotiated;               // `format` is set
+    int stream;                    // the stream id an unbatch routes here (-1 until a run numbers it)
+    bool detach;                   // its producer is being removed: its EOS releases the consumer's pad
 } reel_link;
 
 // Scheduling states of an element; the transitions guarantee that one
@@ -72,8 +79,6 @@ struct reel_element {
     atomic_bool has_pending;       // `pending` is not empty: the runner looks before each buffer
 
     GPtrArray *inputs, *outputs;   // reel_link *, indexed by pad
-    reel_caps *in_want;            // pass 1, per input
-    reel_caps *out_format;         // pass 2, per output
     reel_pool **out_pool;          // per output, created lazily
     bool *in_eos;
     int n_in_eos;
@@ -90,6 +95,14 @@ struct reel_element {
     GCond wake;                    // blocking elements wait here, under pipeline->lock
     bool started, finished;
     GThread *thread;
+
+    // Dynamic graphs (dynamic.c). Pads of a running element change only on
+    // its runner, between two buffers, from `pad_ops` (under pipeline->lock).
+    GArray *pad_ops;               // reel_pad_op
+    atomic_bool has_pad_ops;
+    atomic_bool eos_requested;     // a source being removed: end as at EOS
+    bool removing;                 // in a branch being removed
+    bool staged;                   // in a branch being added, not yet running
 
     int64_t expected_frames;       // sources: frames they will produce, -1 unknown
     GArray *trace;                 // reel_trace_span, when the pipeline traces
@@ -142,7 +155,29 @@ struct reel_pipeline {
     // once; every other thread's wait for the element's next buffer.
     _Atomic(GThread *) setup_thread;
     int64_t start_us, end_us;
+
+    // Dynamic graphs (dynamic.c). graph_lock guards `elements`, `links` and
+    // every element's pad arrays against readers on other threads (reports,
+    // metrics): writers take it, then `lock`. change_lock lets one branch be
+    // added or removed at a time.
+    GRWLock graph_lock;
+    GMutex change_lock;
+    GPtrArray *staged, *staged_links; // a branch being built: not yet run
+    GThread *staging_thread;
+    int ready_size;                // slots in `ready`, at least the elements there are
+    int pad_ops_left;              // pad changes queued and not yet made, under `lock`
+    int next_stream_id;            // for a source added without stream-id
+    GHashTable *removed_streams;   // stream ids whose branch was removed (unbatch drops their frames)
+    char *stream_template;         // the `stream-template` setting, or NULL
+    GError *staged_error;          // the first error of a staged element: the run goes on (under `lock`)
 };
+
+// A pad change for an element's runner to make (dynamic.c).
+typedef enum { PAD_ATTACH_INPUT, PAD_ATTACH_OUTPUT, PAD_DETACH_OUTPUT } reel_pad_op_kind;
+typedef struct reel_pad_op {
+    reel_pad_op_kind kind;
+    reel_link *link;
+} reel_pad_op;
 
 // The element classes the core itself inserts: a caps filter for each
 // caps in a description, upload and download between memories; always in
@@ -203,6 +238,32 @@ void reel_sched_notify(reel_element *e);
 // The same from any thread, only while the pipeline runs: a turn for e to
 // take property changes set on it.
 void reel_sched_poke(reel_element *e);
+
+// dynamic.c
+// On e's runner between two buffers: makes the pad changes queued for it.
+void reel_dynamic_apply_pad_ops(reel_element *e);
+// Adding a branch: begin (takes change_lock; on a running pipeline, new
+// elements and links are staged from here on), build it with the usual
+// calls, then commit (built: whether the build succeeded), which joins it
+// to the run or undoes it and returns the new elements' names (NULL on
+// failure, *error set). `first_element`: p->elements->len - 1 at begin.
+int reel_dynamic_begin(reel_pipeline *p, GError **error);
+char **reel_dynamic_commit(reel_pipeline *p, guint first_element, bool built, GError **error);
+// On e's runner: the EOS of input `pad`, whose producer was removed, frees
+// that pad instead of counting towards e's end.
+void reel_dynamic_release_input(reel_element *e, int pad);
+// While a branch is staged by this thread, new elements and links go to it.
+bool reel_dynamic_staging(const reel_pipeline *p);
+// scheduler.c helpers dynamic.c runs for a branch joining a running graph.
+void reel_sched_reset_element(reel_element *e);
+// Starts e's thread or schedules it (a source); `locked`: p->lock is held.
+void reel_sched_launch(reel_element *e, bool locked);
+void reel_sched_grow_ready_locked(reel_pipeline *p, int size);
+// reel_place() for some elements and links (a staged branch).
+int reel_place_some(reel_pipeline *p, reel_element *const *els, guint n, GPtrArray *links, GError **error);
+// reel_negotiate() for a staged branch in `order`: links into and out of
+// elements already running get their formats from those elements' pads.
+int reel_negotiate_some(reel_pipeline *p, reel_element **order, guint n, GPtrArray *links, GError **error);
 
 // property.c
 int reel_props_set_defaults(reel_element *e, GError **error);

@@ -11,6 +11,7 @@ reel_link *reel_link_new(reel_element *src, reel_element *dst, int capacity)
     reel_link *l = g_new0(reel_link, 1);
     l->src = src;
     l->dst = dst;
+    l->stream = -1;
     g_mutex_init(&l->lock);
     g_queue_init(&l->overflow);
     reel_link_set_capacity(l, capacity, REEL_LEAKY_NO);

@@ -9,6 +9,12 @@
 #include "reel/error.h"
 #include "reel/limits.h"
 
+// What e's input `pad` accepts, once pass 1 has reached it.
+static const reel_caps *in_want(const reel_element *e, guint pad)
+{
+    return &((const reel_link *)e->inputs->pdata[pad])->want;
+}
+
 static int template_caps(const reel_element *e, const char *text, reel_caps *out, GError **error)
 {
     if (!text) {
@@ -69,8 +75,9 @@ static int mismatch(GError **error, const reel_element *up, const reel_element *
 static int callback_failed(reel_element *e, int rc, const char *what, GError **error)
 {
     reel_pipeline *p = e->pipeline;
-    if (p->error)
-        g_propagate_error(error, g_error_copy(p->error));
+    GError *said = e->staged ? p->staged_error : p->error;
+    if (said)
+        g_propagate_error(error, g_error_copy(said));
     else
         g_set_error(error, REEL_ERROR, rc, "%s: %s (%s)", e->name, what, reel_strerror(rc));
     return rc;
@@ -120,7 +127,7 @@ static int link_mismatch(reel_element *e, reel_link *l, const reel_caps *out, bo
         reel_link *next = NULL;
         for (guint o = 0; o < down->outputs->len && !next; o++) {
             reel_link *k = down->outputs->pdata[o];
-            if (!meets(&k->dst->in_want[k->dst_pad], out, fixed))
+            if (!meets(&k->want, out, fixed))
                 next = k;
         }
         if (!next)
@@ -130,14 +137,14 @@ static int link_mismatch(reel_element *e, reel_link *l, const reel_caps *out, bo
         pad = (guint)next->dst_pad;
     }
     if (up == e)
-        return mismatch(error, e, down, out, what, &down->in_want[pad], "accepts");
+        return mismatch(error, e, down, out, what, in_want(down, pad), "accepts");
     // Downstream's own wish, without what those after it added.
-    reel_caps accepts = down->in_want[pad];
+    reel_caps accepts = *in_want(down, pad);
     if (down->klass->flags & REEL_CLASS_PASSTHROUGH) {
         GError *ignored = NULL;
         if (own_want(down, pad, &accepts, &ignored) < 0) {
             g_clear_error(&ignored);
-            accepts = down->in_want[pad];
+            accepts = *in_want(down, pad);
         }
     }
     return mismatch_via(error, up, down, out, fixed ? "passes on" : "would pass on", e, &accepts, "accepts");
@@ -153,14 +160,14 @@ static int want_inputs(reel_element *e, GError **error)
         if (e->klass->flags & REEL_CLASS_PASSTHROUGH) {
             for (guint o = 0; o < e->outputs->len; o++) {
                 reel_link *l = e->outputs->pdata[o];
-                const reel_caps *down = &l->dst->in_want[l->dst_pad];
+                const reel_caps *down = &l->want;
                 reel_caps both;
                 if (!reel_caps_intersect(&want, down, &both))
                     return link_mismatch(e, l, &want, false, error);
                 want = both;
             }
         }
-        e->in_want[i] = want;
+        ((reel_link *)e->inputs->pdata[i])->want = want;
     }
     return 0;
 }
@@ -183,7 +190,7 @@ static int configure_outputs(reel_element *e, GError **error)
     int rc;
     for (guint o = 0; o < e->outputs->len; o++) {
         reel_link *l = e->outputs->pdata[o];
-        const reel_caps *down = &l->dst->in_want[l->dst_pad];
+        const reel_caps *down = &l->want;
         reel_caps out;
         if ((rc = template_caps(e, e->klass->output_caps, &out, error)) < 0)
             return rc;
@@ -208,8 +215,45 @@ static int configure_outputs(reel_element *e, GError **error)
             g_prefix_error(error, "element '%s': ", e->name);
             return rc;
         }
-        e->out_format[o] = out;
+        l->format = out;
+        l->negotiated = true;
     }
+    return 0;
+}
+
+// A new input of `x`, an element that runs already: what x accepts there
+// (its template, in its memory; passing frames on, also what its outputs
+// accept). No hook of a running element is called.
+static int attach_want(reel_link *l, GError **error)
+{
+    reel_element *x = l->dst;
+    reel_caps want;
+    int rc = template_caps(x, x->klass->input_caps, &want, error);
+    if (rc < 0)
+        return rc;
+    want.memory &= reel_element_memory(x, false);
+    for (guint o = 0; o < x->outputs->len; o++) {
+        reel_link *k = x->outputs->pdata[o];
+        reel_caps both;
+        if (!reel_caps_intersect(&want, &k->want, &both))
+            return mismatch(error, x, k->dst, &want, "allows", &k->want, "accepts");
+        want = both;
+    }
+    l->want = want;
+    return 0;
+}
+
+// A new output of `x`, an element that runs already and passes frames on:
+// the format of its input.
+static int attach_format(reel_link *l, GError **error)
+{
+    reel_element *x = l->src;
+    reel_caps out = x->inputs->len ? ((reel_link *)x->inputs->pdata[0])->format : reel_caps_any();
+    fixate(&out, &l->want);
+    if (!reel_caps_accepts(&l->want, &out))
+        return mismatch(error, x, l->dst, &out, "produces", &l->want, "accepts");
+    l->format = out;
+    l->negotiated = true;
     return 0;
 }
 
@@ -236,22 +280,38 @@ static int open_all(reel_element **order, guint n, GError **error)
     return rc;
 }
 
-int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error)
+// Pass 1 and pass 2 over `order`, after every element opened.
+static int negotiate_order(reel_element **order, guint n, GPtrArray *attach, GError **error)
 {
-    guint n = p->elements->len - 1;
     int rc = open_all(order, n, error);
-    if (rc < 0)
-        return rc;
-    for (guint i = 0; i < n; i++) {
-        reel_element *e = order[i];
-        g_free(e->in_want);
-        g_free(e->out_format);
-        e->in_want = g_new0(reel_caps, MAX(e->inputs->len, 1));
-        e->out_format = g_new0(reel_caps, MAX(e->outputs->len, 1));
-    }
     for (guint i = n; i-- > 0 && rc == 0;)
         rc = want_inputs(order[i], error);
+    for (guint i = 0; attach && i < attach->len && rc == 0; i++)
+        rc = attach_format(attach->pdata[i], error);
     for (guint i = 0; i < n && rc == 0; i++)
         rc = configure_outputs(order[i], error);
+    return rc;
+}
+
+int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error)
+{
+    return negotiate_order(order, p->elements->len - 1, NULL, error);
+}
+
+int reel_negotiate_some(reel_pipeline *p, reel_element **order, guint n, GPtrArray *links, GError **error)
+{
+    (void)p;
+    GPtrArray *out_of_running = g_ptr_array_new();
+    int rc = 0;
+    for (guint i = 0; i < links->len && rc == 0; i++) {
+        reel_link *l = links->pdata[i];
+        if (!l->dst->staged)
+            rc = attach_want(l, error);
+        else if (!l->src->staged)
+            g_ptr_array_add(out_of_running, l);
+    }
+    if (rc == 0)
+        rc = negotiate_order(order, n, out_of_running, error);
+    g_ptr_array_free(out_of_running, TRUE);
     return rc;
 }

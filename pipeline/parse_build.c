@@ -264,7 +264,7 @@ static bool link_items(builder *b, reel_element *src, reel_element *dst, reel_pa
 // The settings before the first element apply to the pipeline.
 static bool apply_settings(builder *b)
 {
-    static const char *const keys[] = { "device", "placement", "memory-budget", "queue-max-bytes" };
+    static const char *const keys[] = { "device", "placement", "memory-budget", "queue-max-bytes", "stream-template" };
     for (size_t i = 0; i < b->d->n_settings; i++) {
         const reel_parse_prop *set = &b->d->settings[i];
         GError *err = NULL;
@@ -337,4 +337,32 @@ reel_pipeline *reel_parse_launch(const char *text, const char *origin,
     g_free(b.els);
     reel_parse_description_free(&d);
     return b.p;
+}
+
+char **reel_pipeline_add_branch(reel_pipeline *p, const char *text, const char *const *values, GError **error)
+{
+    reel_parse_description *d = reel_parse_describe(text, "branch", error);
+    if (!d)
+        return NULL;
+    if (d->n_settings) {
+        reel_parse_error(error, d, d->settings[0].key_span, "settings go before the pipeline's first element",
+                         "a branch takes no pipeline settings");
+        reel_parse_description_free(&d);
+        return NULL;
+    }
+    if (reel_dynamic_begin(p, error) < 0) {
+        reel_parse_description_free(&d);
+        return NULL;
+    }
+    size_t n_items = 0;
+    for (size_t c = 0; c < d->n_chains; c++)
+        n_items += d->chains[c].n_items;
+    builder b = { .d = d, .p = p, .els = g_new0(reel_element *, n_items ? n_items : 1), .values = values,
+                  .error = error };
+    guint first = p->elements->len - 1;
+    bool built = build(&b);
+    char **names = reel_dynamic_commit(p, first, built, error);
+    g_free(b.els);
+    reel_parse_description_free(&d);
+    return names;
 }

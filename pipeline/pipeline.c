@@ -29,6 +29,8 @@ reel_pipeline *reel_pipeline_new(const reel_pipeline_params *params)
     g_cond_init(&p->state_cond);
     g_cond_init(&p->timer_cond);
     g_mutex_init(&p->shared_lock);
+    g_rw_lock_init(&p->graph_lock);
+    g_mutex_init(&p->change_lock);
     return p;
 }
 
@@ -69,6 +71,11 @@ void reel_pipeline_destroy(reel_pipeline **pp)
     if (p->shared)
         g_hash_table_destroy(p->shared);
     g_mutex_clear(&p->shared_lock);
+    g_rw_lock_clear(&p->graph_lock);
+    g_mutex_clear(&p->change_lock);
+    if (p->removed_streams)
+        g_hash_table_destroy(p->removed_streams);
+    g_free(p->stream_template);
     g_free(p);
 }
 
@@ -101,6 +108,11 @@ void reel_device_unref_(reel_device *dev)
 
 int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GError **error)
 {
+    if (strcmp(key, "stream-template") == 0) { // a text, used only when a stream is added
+        g_free(p->stream_template);
+        p->stream_template = *value ? g_strdup(value) : NULL;
+        return 0;
+    }
     if (p->prepared || p->running) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "cannot set '%s': the pipeline is already prepared", key);
         return REEL_EINVAL;
@@ -140,7 +152,8 @@ int reel_pipeline_set(reel_pipeline *p, const char *key, const char *value, GErr
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "empty device");
     else
         g_set_error(error, REEL_ERROR, REEL_EINVAL,
-                    "unknown pipeline setting '%s' (known: device, placement, memory-budget, queue-max-bytes)", key);
+                    "unknown pipeline setting '%s' (known: device, placement, memory-budget, queue-max-bytes, "
+                    "stream-template)", key);
     return REEL_EINVAL;
 }
 
@@ -164,7 +177,8 @@ static char *auto_name(reel_pipeline *p, const char *klass)
 
 int reel_pipeline_add(reel_pipeline *p, reel_element *e, GError **error)
 {
-    if (p->running || p->prepared) {
+    bool staging = reel_dynamic_staging(p);
+    if (!staging && (p->running || p->prepared)) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "cannot add '%s': the pipeline is already prepared",
                     e->name);
         reel_element_destroy(&e);
@@ -180,6 +194,11 @@ int reel_pipeline_add(reel_pipeline *p, reel_element *e, GError **error)
         return REEL_EINVAL;
     }
     e->pipeline = p;
+    if (staging) { // a branch for a running graph: it joins once negotiated and started
+        e->staged = true;
+        g_ptr_array_add(p->staged, e);
+        return 0;
+    }
     p->elements->pdata[p->elements->len - 1] = e;
     g_ptr_array_add(p->elements, NULL);
     return 0;
@@ -192,7 +211,27 @@ reel_element *reel_pipeline_find(reel_pipeline *p, const char *name)
         if (strcmp(e->name, name) == 0)
             return e;
     }
+    for (guint i = 0; reel_dynamic_staging(p) && i < p->staged->len; i++) {
+        reel_element *e = p->staged->pdata[i];
+        if (strcmp(e->name, name) == 0)
+            return e;
+    }
     return NULL;
+}
+
+const char *reel_pipeline_stream_template(reel_pipeline *p)
+{
+    return p->stream_template;
+}
+
+void reel_pipeline_lock_graph(reel_pipeline *p)
+{
+    g_rw_lock_reader_lock(&p->graph_lock);
+}
+
+void reel_pipeline_unlock_graph(reel_pipeline *p)
+{
+    g_rw_lock_reader_unlock(&p->graph_lock);
 }
 
 reel_element *const *reel_pipeline_elements(reel_pipeline *p)
@@ -205,13 +244,30 @@ static bool pads_full(int used, int max)
     return max != REEL_PADS_ANY && used >= max;
 }
 
+// Why a running element `x` cannot take a new pad (NULL when it can): it
+// must pass frames on unchanged and call no format hook, so that its new
+// pad's format follows from its others without asking it.
+static char *cannot_grow(const reel_element *x)
+{
+    const reel_element_class *k = x->klass;
+    if ((k->flags & REEL_CLASS_PASSTHROUGH) && !k->want && !k->configure && x->inputs->len > 0)
+        return NULL;
+    return g_strdup_printf("'%s' (%s) runs already, and only elements that pass frames on unchanged (batch, "
+                           "unbatch, tee, funnel) take new branches while running", x->name, k->name);
+}
+
 int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, GError **error)
 {
     char *why = NULL;
+    bool staging = reel_dynamic_staging(p) && (src->staged || dst->staged);
     if (src->pipeline != p || dst->pipeline != p)
         why = g_strdup("both elements must be in the pipeline");
-    else if (p->prepared || p->running)
+    else if (!staging && (p->prepared || p->running))
         why = g_strdup("the pipeline is already prepared");
+    else if (staging && !src->staged && p->running && (why = cannot_grow(src)))
+        ;
+    else if (staging && !dst->staged && p->running && (why = cannot_grow(dst)))
+        ;
     else if (src->klass->max_outputs == 0)
         why = g_strdup_printf("'%s' (%s) has no outputs", src->name, src->klass->name);
     else if (dst->klass->max_inputs == 0)
@@ -226,11 +282,16 @@ int reel_pipeline_link(reel_pipeline *p, reel_element *src, reel_element *dst, G
         return REEL_EINVAL;
     }
     reel_link *l = reel_link_new(src, dst, p->params.queue_size);
-    l->src_pad = (int)src->outputs->len;
-    l->dst_pad = (int)dst->inputs->len;
-    g_ptr_array_add(src->outputs, l);
-    g_ptr_array_add(dst->inputs, l);
-    g_ptr_array_add(p->links, l);
+    // A pad of an element outside a staged branch is joined later, by that
+    // element's runner when it runs (dynamic.c).
+    bool defer_src = staging && !src->staged && p->running, defer_dst = staging && !dst->staged && p->running;
+    l->src_pad = defer_src ? -1 : (int)src->outputs->len;
+    l->dst_pad = defer_dst ? -1 : (int)dst->inputs->len;
+    if (!defer_src)
+        g_ptr_array_add(src->outputs, l);
+    if (!defer_dst)
+        g_ptr_array_add(dst->inputs, l);
+    g_ptr_array_add(staging ? p->staged_links : p->links, l);
     return 0;
 }
 

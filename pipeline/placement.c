@@ -100,9 +100,10 @@ unsigned reel_element_memory(const reel_element *e, bool output)
     return side_memory(e, output);
 }
 
-// Puts a new element of class `klass` on link l: src -> t -> dst.
-static int insert_on_link(reel_pipeline *p, reel_link *l, const reel_element_class *k, reel_device *dev,
-                          GError **error)
+// Puts a new element of class `klass` on link l: src -> t -> dst; the new
+// link joins `links`.
+static int insert_on_link(reel_pipeline *p, GPtrArray *links, reel_link *l, const reel_element_class *k,
+                          reel_device *dev, GError **error)
 {
     reel_element *t = reel_element_new(k, NULL, error);
     if (!t)
@@ -119,20 +120,21 @@ static int insert_on_link(reel_pipeline *p, reel_link *l, const reel_element_cla
 
     reel_link *out = reel_link_new(t, l->dst, p->params.queue_size);
     out->dst_pad = l->dst_pad;
-    l->dst->inputs->pdata[l->dst_pad] = out;
+    if (l->dst_pad >= 0) // else a new input of a running element, joined later (dynamic.c)
+        l->dst->inputs->pdata[l->dst_pad] = out;
     l->dst = t;
     l->dst_pad = 0;
     g_ptr_array_add(t->inputs, l);
     g_ptr_array_add(t->outputs, out);
-    g_ptr_array_add(p->links, out);
+    g_ptr_array_add(links, out);
     return 0;
 }
 
-static int insert_transfers(reel_pipeline *p, GError **error)
+static int insert_transfers(reel_pipeline *p, GPtrArray *links, GError **error)
 {
-    guint n = p->links->len; // links added below need no transfer
+    guint n = links->len; // links added below need no transfer
     for (guint i = 0; i < n; i++) {
-        reel_link *l = p->links->pdata[i];
+        reel_link *l = links->pdata[i];
         unsigned from = side_memory(l->src, true), to = side_memory(l->dst, false);
         if (from & to)
             continue;
@@ -144,19 +146,30 @@ static int insert_transfers(reel_pipeline *p, GError **error)
                         l->src->name, l->src->device, l->dst->name, l->dst->device, up ? "upload" : "download");
             return REEL_EUNSUPPORTED;
         }
-        int rc = insert_on_link(p, l, up ? &reel_upload_class : &reel_download_class, up ? l->dst->dev : l->src->dev, error);
+        int rc = insert_on_link(p, links, l, up ? &reel_upload_class : &reel_download_class,
+                                up ? l->dst->dev : l->src->dev, error);
         if (rc < 0)
             return rc;
     }
     return 0;
 }
 
-int reel_place(reel_pipeline *p, GError **error)
+int reel_place_some(reel_pipeline *p, reel_element *const *els, guint n, GPtrArray *links, GError **error)
 {
-    for (guint i = 0; i + 1 < p->elements->len; i++) {
-        int rc = place_element(p, p->elements->pdata[i], error);
+    for (guint i = 0; i < n; i++) {
+        int rc = place_element(p, els[i], error);
         if (rc < 0)
             return rc;
     }
-    return insert_transfers(p, error);
+    return insert_transfers(p, links, error);
+}
+
+int reel_place(reel_pipeline *p, GError **error)
+{
+    // Inserted elements join p->elements: place what was there before.
+    guint n = p->elements->len - 1;
+    reel_element **els = g_memdup2(p->elements->pdata, n * sizeof *els);
+    int rc = reel_place_some(p, els, n, p->links, error);
+    g_free(els);
+    return rc;
 }

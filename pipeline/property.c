@@ -407,15 +407,20 @@ int reel_element_set(reel_element *e, const char *name, const char *value, GErro
 int reel_pipeline_set_property(reel_pipeline *p, const char *element, const char *prop, const char *value,
                                GError **error)
 {
+    reel_pipeline_lock_graph(p); // a branch may leave meanwhile
     reel_element *e = reel_pipeline_find(p, element);
-    if (e)
-        return reel_element_set(e, prop, value, error);
+    if (e) {
+        int rc = reel_element_set(e, prop, value, error);
+        reel_pipeline_unlock_graph(p);
+        return rc;
+    }
     GPtrArray *names = g_ptr_array_new();
     for (reel_element *const *it = reel_pipeline_elements(p); *it; it++)
         g_ptr_array_add(names, (*it)->name);
     const char *close = reel_suggest(element, (const char *const *)names->pdata, names->len);
     g_set_error(error, REEL_ERROR, REEL_EINVAL, "no element called '%s' in the pipeline%s%s%s", element,
                 close ? "; did you mean '" : "", close ? close : "", close ? "'?" : "");
+    reel_pipeline_unlock_graph(p);
     g_ptr_array_free(names, TRUE);
     return REEL_EINVAL;
 }

@@ -59,11 +59,13 @@ int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
 int64_t reel_pipeline_frames_done(reel_pipeline *p)
 {
     int64_t frames = 0;
+    reel_pipeline_lock_graph(p);
     for (guint i = 0; i + 1 < p->elements->len; i++) {
         reel_element *e = p->elements->pdata[i];
         if (e->klass->max_outputs == 0)
             frames = MAX(frames, atomic_load(&e->buffers_in));
     }
+    reel_pipeline_unlock_graph(p);
     return frames;
 }
 
@@ -104,6 +106,7 @@ static void append_memory(GString *s)
 
 static GString *report_json(reel_pipeline *p)
 {
+    reel_pipeline_lock_graph(p);
     int n = reel_pipeline_report(p, NULL, 0);
     reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
     reel_pipeline_report(p, r, n);
@@ -126,6 +129,7 @@ static GString *report_json(reel_pipeline *p)
                                r[i].bytes_to_device, r[i].bytes_to_host);
         append_inputs_and_latency(s, p->elements->pdata[i], &r[i]);
     }
+    reel_pipeline_unlock_graph(p);
     g_string_append(s, "\n]");
     append_memory(s);
     g_string_append(s, "}\n");
@@ -159,6 +163,7 @@ static void dot_id(GString *s, const char *name)
 
 int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error)
 {
+    reel_pipeline_lock_graph(p);
     int n = reel_pipeline_report(p, NULL, 0);
     reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
     reel_pipeline_report(p, r, n);
@@ -182,8 +187,8 @@ int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error)
         dot_id(s, l->src->name);
         g_string_append(s, " -> ");
         dot_id(s, l->dst->name);
-        if (l->src->out_format && p->prepared) {
-            char *f = reel_caps_to_string(&l->src->out_format[l->src_pad]);
+        if (l->negotiated && p->prepared) {
+            char *f = reel_caps_to_string(&l->format);
             gchar **fields = g_strsplit(f, ",", -1);
             char *label = g_strjoinv("\\n", fields);
             g_string_append_printf(s, " [label=\"%s\"]", label);
@@ -193,6 +198,7 @@ int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error)
         }
         g_string_append(s, ";\n");
     }
+    reel_pipeline_unlock_graph(p);
     g_string_append(s, "}\n");
     int rc = reel_write_file_atomically(path, s, error);
     g_string_free(s, TRUE);

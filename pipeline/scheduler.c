@@ -25,8 +25,7 @@ int64_t reel_now_ns(void)
 
 static void ready_push_locked(reel_pipeline *p, reel_element *e)
 {
-    int size = (int)p->elements->len - 1;
-    p->ready[(p->ready_head + p->ready_count) % size] = e;
+    p->ready[(p->ready_head + p->ready_count) % p->ready_size] = e;
     p->ready_count++;
     // Waking a sleeping worker is a system call; skip it when none sleeps.
     if (p->idle_workers > 0)
@@ -35,7 +34,6 @@ static void ready_push_locked(reel_pipeline *p, reel_element *e)
 
 static reel_element *ready_pop(reel_pipeline *p)
 {
-    int size = (int)p->elements->len - 1;
     g_mutex_lock(&p->lock);
     while (p->ready_count == 0 && !p->quit) {
         p->idle_workers++;
@@ -45,20 +43,36 @@ static reel_element *ready_pop(reel_pipeline *p)
     reel_element *e = NULL;
     if (!p->quit) {
         e = p->ready[p->ready_head];
-        p->ready_head = (p->ready_head + 1) % size;
+        p->ready_head = (p->ready_head + 1) % p->ready_size;
         p->ready_count--;
     }
     g_mutex_unlock(&p->lock);
     return e;
 }
 
-void reel_sched_notify(reel_element *e)
+void reel_sched_grow_ready_locked(reel_pipeline *p, int size)
+{
+    if (size <= p->ready_size)
+        return;
+    reel_element **ready = g_new0(reel_element *, size);
+    for (int i = 0; i < p->ready_count; i++)
+        ready[i] = p->ready[(p->ready_head + i) % p->ready_size];
+    g_free(p->ready);
+    p->ready = ready;
+    p->ready_head = 0;
+    p->ready_size = size;
+}
+
+// reel_sched_notify() with p->lock held (`locked`) or not.
+static void notify(reel_element *e, bool locked)
 {
     reel_pipeline *p = e->pipeline;
     if (e->blocking) {
-        g_mutex_lock(&p->lock);
+        if (!locked)
+            g_mutex_lock(&p->lock);
         g_cond_signal(&e->wake);
-        g_mutex_unlock(&p->lock);
+        if (!locked)
+            g_mutex_unlock(&p->lock);
         return;
     }
     for (;;) {
@@ -66,18 +80,25 @@ void reel_sched_notify(reel_element *e)
         if (s == STATE_IDLE) {
             if (!atomic_compare_exchange_weak(&e->sched, &s, STATE_QUEUED))
                 continue;
-            g_mutex_lock(&p->lock);
+            if (!locked)
+                g_mutex_lock(&p->lock);
             if (p->running && !p->quit)
                 ready_push_locked(p, e);
             else
                 atomic_store(&e->sched, STATE_IDLE);
-            g_mutex_unlock(&p->lock);
+            if (!locked)
+                g_mutex_unlock(&p->lock);
             return;
         }
         if (s == STATE_RUNNING && !atomic_compare_exchange_weak(&e->sched, &s, STATE_DIRTY))
             continue;
         return; // queued already, or its runner will look again
     }
+}
+
+void reel_sched_notify(reel_element *e)
+{
+    notify(e, false);
 }
 
 void reel_sched_poke(reel_element *e)
@@ -118,6 +139,13 @@ void reel_pipeline_fail(reel_pipeline *p, const reel_element *e, int code, const
 {
     char *text = reel_redact(text_in, false);
     g_mutex_lock(&p->lock);
+    if (e && e->staged) { // a branch being added failed: it is not added, the run goes on
+        if (!p->staged_error)
+            p->staged_error = g_error_new(REEL_ERROR, code < 0 ? code : REEL_EINTERNAL, "%s: %s", e->name, text);
+        g_mutex_unlock(&p->lock);
+        g_free(text);
+        return;
+    }
     bool first = p->error_code == 0;
     if (first) {
         p->error_code = code < 0 ? code : REEL_EINTERNAL;
@@ -149,7 +177,7 @@ static void finish(reel_element *e)
     for (guint i = 0; i < e->outputs->len; i++)
         reel_link_push_eos(e->outputs->pdata[i]);
     g_mutex_lock(&p->lock);
-    if (--p->remaining == 0)
+    if (--p->remaining == 0 || e->removing) // a branch being removed waits for its elements
         g_cond_broadcast(&p->state_cond);
     g_mutex_unlock(&p->lock);
 }
@@ -178,6 +206,8 @@ static bool check(reel_element *e, int rc)
 // applying them failed, which ends the turn.
 static bool take_changes(reel_element *e)
 {
+    if (atomic_load_explicit(&e->has_pad_ops, memory_order_acquire))
+        reel_dynamic_apply_pad_ops(e);
     if (!atomic_load_explicit(&e->has_pending, memory_order_acquire))
         return false;
     return check(e, reel_props_apply(e));
@@ -202,7 +232,7 @@ static bool run_source(reel_element *e)
     for (int n = 0; n < TURN_BUDGET; n++) {
         if (atomic_load(&p->stopping))
             return false;
-        if (atomic_load(&p->eos_requested)) {
+        if (atomic_load(&p->eos_requested) || atomic_load(&e->eos_requested)) {
             finish(e);
             return false;
         }
@@ -252,6 +282,14 @@ static bool run_filter(reel_element *e)
         int rc = pop_any(e, &pad, &buf);
         if (rc == REEL_AGAIN)
             return false;
+        if (rc == REEL_EOS && ((reel_link *)e->inputs->pdata[pad])->detach) {
+            reel_dynamic_release_input(e, pad); // its producer was removed
+            if (e->n_in_eos == (int)e->inputs->len) { // the others had ended already
+                finish(e);
+                return false;
+            }
+            continue;
+        }
         if (rc == REEL_EOS) {
             e->in_eos[pad] = true;
             if (++e->n_in_eos == (int)e->inputs->len) {
@@ -322,38 +360,32 @@ void reel_element_wake_at(reel_element *e, int64_t deadline_us)
 static gpointer timer_main(gpointer data)
 {
     reel_pipeline *p = data;
-    guint n = p->elements->len - 1;
-    reel_element **due = g_new(reel_element *, n);
     g_mutex_lock(&p->lock);
     while (!p->quit) {
         int64_t now = g_get_monotonic_time(), next = G_MAXINT64;
-        guint n_due = 0;
-        for (guint i = 0; i < n; i++) {
+        bool fired = false;
+        // Under the lock, which a branch being removed takes to leave `elements`.
+        for (guint i = 0; i + 1 < p->elements->len; i++) {
             reel_element *e = p->elements->pdata[i];
             long long at = atomic_load(&e->wake_us);
             if (at == 0)
                 continue;
-            if (at > now)
+            if (at > now) {
                 next = MIN(next, at);
-            else if (atomic_compare_exchange_strong(&e->wake_us, &at, 0)) {
+            } else if (atomic_compare_exchange_strong(&e->wake_us, &at, 0)) {
                 atomic_store(&e->timeout_due, true);
-                due[n_due++] = e;
+                notify(e, true);
+                fired = true;
             }
         }
-        if (n_due) {
-            g_mutex_unlock(&p->lock); // notifying takes the lock
-            for (guint i = 0; i < n_due; i++)
-                reel_sched_notify(due[i]);
-            g_mutex_lock(&p->lock);
+        if (fired)
             continue;
-        }
         if (next == G_MAXINT64)
             g_cond_wait(&p->timer_cond, &p->lock);
         else
             g_cond_wait_until(&p->timer_cond, &p->lock, next);
     }
     g_mutex_unlock(&p->lock);
-    g_free(due);
     return NULL;
 }
 
@@ -373,7 +405,8 @@ static gpointer blocking_main(gpointer data)
         if (!reel_element_should_stop(e) && !outputs_have_space(e))
             continue; // woken for the changes alone
         int64_t t0 = reel_now_ns();
-        int rc = atomic_load(&p->eos_requested) ? REEL_EOS : traced_process(e, -1, NULL);
+        bool ending = atomic_load(&p->eos_requested) || atomic_load(&e->eos_requested);
+        int rc = ending ? REEL_EOS : traced_process(e, -1, NULL);
         atomic_fetch_add_explicit(&e->busy_ns, reel_now_ns() - t0, memory_order_relaxed);
         if (rc == REEL_EOS) {
             finish(e);
@@ -418,29 +451,35 @@ static void reset_run_state(reel_pipeline *p)
         reel_link *l = p->links->pdata[i];
         reel_link_reset(l);
         atomic_store(&l->dropped, 0);
-        l->sent_format = l->src->out_format[l->src_pad];
+        l->sent_format = l->format;
+        if (l->stream < 0) // an unbatch's output k takes stream k, also once pads before it are gone
+            l->stream = l->src_pad;
     }
-    for (guint i = 0; i + 1 < p->elements->len; i++) {
-        reel_element *e = p->elements->pdata[i];
-        e->finished = e->started = false;
-        e->n_in_eos = 0;
-        e->next_input = 0;
-        g_free(e->in_eos);
-        e->in_eos = g_new0(bool, MAX(e->inputs->len, 1));
-        reel_trace_clear(e);
-        g_free(e->out_pool);
-        e->out_pool = g_new0(reel_pool *, MAX(e->outputs->len, 1));
-        e->blocking = (e->klass->flags & REEL_CLASS_BLOCKING) && e->inputs->len == 0;
-        atomic_store(&e->live, false);
-        atomic_store(&e->sched, STATE_IDLE);
-        atomic_store(&e->wake_us, 0);
-        atomic_store(&e->timeout_due, false);
-        atomic_store(&e->buffers_in, 0);
-        atomic_store(&e->buffers_out, 0);
-        atomic_store(&e->busy_ns, 0);
-        e->xfer = (reel_xfer){ 0 };
-    }
+    for (guint i = 0; i + 1 < p->elements->len; i++)
+        reel_sched_reset_element(p->elements->pdata[i]);
     reel_latency_reset(p);
+}
+
+void reel_sched_reset_element(reel_element *e)
+{
+    e->finished = e->started = false;
+    e->n_in_eos = 0;
+    e->next_input = 0;
+    g_free(e->in_eos);
+    e->in_eos = g_new0(bool, MAX(e->inputs->len, 1));
+    reel_trace_clear(e);
+    g_free(e->out_pool);
+    e->out_pool = g_new0(reel_pool *, MAX(e->outputs->len, 1));
+    e->blocking = (e->klass->flags & REEL_CLASS_BLOCKING) && e->inputs->len == 0;
+    atomic_store(&e->live, false);
+    atomic_store(&e->sched, STATE_IDLE);
+    atomic_store(&e->wake_us, 0);
+    atomic_store(&e->timeout_due, false);
+    atomic_store(&e->buffers_in, 0);
+    atomic_store(&e->buffers_out, 0);
+    atomic_store(&e->busy_ns, 0);
+    atomic_store(&e->eos_requested, false);
+    e->xfer = (reel_xfer){ 0 };
 }
 
 // Stops each started element (sinks finalize here) and frees its pools.
@@ -517,6 +556,7 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
     p->end_us = 0;
     g_free(p->ready);
     p->ready = g_new0(reel_element *, n);
+    p->ready_size = (int)n;
     // Under the lock: reel_sched_poke() reads it from any thread.
     g_mutex_lock(&p->lock);
     p->running = true;
@@ -525,17 +565,20 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
     p->workers = g_new0(GThread *, p->n_workers);
     for (int i = 0; i < p->n_workers; i++)
         p->workers[i] = g_thread_new("reel-worker", worker_main, p);
-    for (guint i = 0; i < n && !p->timer; i++)
-        if (((reel_element *)p->elements->pdata[i])->klass->timeout)
-            p->timer = g_thread_new("reel-timer", timer_main, p);
-    for (guint i = 0; i < n; i++) {
-        reel_element *e = p->elements->pdata[i];
-        if (e->blocking)
-            e->thread = g_thread_new(e->name, blocking_main, e);
-        else if (e->inputs->len == 0)
-            reel_sched_notify(e);
-    }
+    for (guint i = 0; i < n; i++)
+        reel_sched_launch(p->elements->pdata[i], false);
     return 0;
+}
+
+void reel_sched_launch(reel_element *e, bool locked)
+{
+    reel_pipeline *p = e->pipeline;
+    if (e->klass->timeout && !p->timer)
+        p->timer = g_thread_new("reel-timer", timer_main, p);
+    if (e->blocking)
+        e->thread = g_thread_new(e->name, blocking_main, e);
+    else if (e->inputs->len == 0)
+        notify(e, locked);
 }
 
 // Progress: frames that reached the sinks (the most any sink received) and,
@@ -543,6 +586,7 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
 static void post_stats(reel_pipeline *p)
 {
     int64_t done = 0, total = -1, dropped = 0, p95_ns = 0;
+    g_rw_lock_reader_lock(&p->graph_lock);
     for (guint i = 0; i < p->links->len; i++)
         dropped += atomic_load(&((reel_link *)p->links->pdata[i])->dropped);
     for (guint i = 0; i + 1 < p->elements->len; i++) {
@@ -554,6 +598,7 @@ static void post_stats(reel_pipeline *p)
         if (e->inputs->len == 0 && e->expected_frames >= 0)
             total = MAX(total, e->expected_frames);
     }
+    g_rw_lock_reader_unlock(&p->graph_lock);
     double secs = (g_get_monotonic_time() - p->start_us) / 1e6;
     double rate = secs > 0 ? done / secs : 0.0;
     char *text;
@@ -613,6 +658,7 @@ int reel_pipeline_wait(reel_pipeline *p, GError **error)
     p->end_us = g_get_monotonic_time();
     g_mutex_lock(&p->lock);
     p->running = false;
+    g_cond_broadcast(&p->state_cond); // a branch being removed waits for this
     g_mutex_unlock(&p->lock);
 
     int rc = p->error_code;
@@ -640,11 +686,13 @@ void reel_pipeline_send_eos(reel_pipeline *p)
     g_mutex_unlock(&p->lock);
     if (!running)
         return;
+    g_rw_lock_reader_lock(&p->graph_lock);
     for (guint i = 0; i + 1 < p->elements->len; i++) {
         reel_element *e = p->elements->pdata[i];
         if (e->inputs->len == 0)
             reel_sched_notify(e);
     }
+    g_rw_lock_reader_unlock(&p->graph_lock);
 }
 
 void reel_pipeline_abort(reel_pipeline *p)

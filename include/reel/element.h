@@ -273,6 +273,14 @@ REEL_API void reel_element_trace_dispatch(reel_element *e, const char *what, uin
 REEL_API int reel_element_n_inputs(const reel_element *e);
 REEL_API int reel_element_n_outputs(const reel_element *e);
 
+// The output whose link carries stream `stream` (an unbatch's routing:
+// output k takes stream k, and a branch added while running takes its
+// source's), or -1.
+REEL_API int reel_element_output_for_stream(const reel_element *e, int stream);
+// Whether `stream`'s branch was removed while running: frames of it still
+// in flight are dropped, not an error.
+REEL_API bool reel_element_stream_removed(const reel_element *e, int stream);
+
 // The element linked to input or output `pad` (NULL when none): for an
 // element that takes its defaults from a neighbour (preprocess from the
 // model of the infer after it).

@@ -108,6 +108,29 @@ REEL_API void reel_pipeline_send_eos(reel_pipeline *p);
 // returns REEL_ESTOPPED. Thread-safety: any thread.
 REEL_API void reel_pipeline_abort(reel_pipeline *p);
 
+// Dynamic graphs: a branch leaves a pipeline, also while it runs.
+// `names` (NULL-terminated) are its elements; the uploads and downloads the
+// pipeline put beside them go with them. While running, the branch's
+// sources end as at EOS, its sinks finalize, and the elements it links to
+// must pass frames on unchanged (batch, unbatch, tee, funnel); every other
+// element keeps its frames. Returns once the branch is gone and freed, or
+// REEL_EINVAL with *error set (an unknown name, a branch holding every
+// input or output of an element it leaves). Thread-safety: any thread
+// but an element's; one change of the graph at a time.
+REEL_API int reel_pipeline_remove_branch(reel_pipeline *p, const char *const *names, GError **error);
+// The lowest stream id no source of the pipeline has, for a source added.
+REEL_API int reel_pipeline_free_stream_id(reel_pipeline *p);
+// The pipeline's `stream-template` setting (the text a stream added with
+// reel serve's API becomes), or NULL.
+REEL_API const char *reel_pipeline_stream_template(reel_pipeline *p);
+// Readers on other threads (reports, metrics, finding an element) hold this
+// while a running graph may change: around reel_pipeline_report(),
+// reel_pipeline_elements() and reel_pipeline_find() and while using what
+// they return. The report's JSON and dot forms, frames_done and
+// set_property take it themselves. Never held across a graph change.
+REEL_API void reel_pipeline_lock_graph(reel_pipeline *p);
+REEL_API void reel_pipeline_unlock_graph(reel_pipeline *p);
+
 // Per-element figures of the last (or current) run.
 typedef struct reel_element_report {
     const char *name;      // owned by the pipeline, as are the strings below
@@ -132,6 +155,9 @@ typedef struct reel_element_report {
 } reel_element_report;
 
 // Fills up to n entries in element order; returns the number of elements.
+// While branches may be added or removed, hold reel_pipeline_lock_graph()
+// across both calls and the use of the entries (their names are the
+// elements').
 REEL_API int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n);
 // A sink's frames of this run that arrived at most le_ns after capture (to
 // the histogram's 3% resolution), for cumulative histograms such as
