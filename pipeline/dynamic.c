@@ -183,11 +183,12 @@ static reel_element **staged_order(GPtrArray *els, GPtrArray *links)
     return order;
 }
 
-// The lowest stream id above every source's of this run (and those given out).
-static int free_stream_id_locked(reel_pipeline *p)
+// The lowest stream id above every source's among the first `upto`
+// elements (and those given out).
+static int free_stream_id_locked(reel_pipeline *p, guint upto)
 {
     int next = p->next_stream_id, index = 0;
-    for (guint i = 0; i + 1 < p->elements->len; i++) {
+    for (guint i = 0; i < upto; i++) {
         reel_element *e = p->elements->pdata[i];
         if (e->inputs->len || e->outputs->len == 0)
             continue;
@@ -201,7 +202,7 @@ static int free_stream_id_locked(reel_pipeline *p)
 int reel_pipeline_free_stream_id(reel_pipeline *p)
 {
     g_rw_lock_reader_lock(&p->graph_lock);
-    int id = free_stream_id_locked(p);
+    int id = free_stream_id_locked(p, p->elements->len - 1);
     g_rw_lock_reader_unlock(&p->graph_lock);
     return id;
 }
@@ -216,7 +217,7 @@ static void number_streams(reel_pipeline *p)
         if (e->inputs->len || e->outputs->len == 0)
             continue;
         if (e->stream_id_request < 0) // kept for the next run too
-            e->stream_id_request = free_stream_id_locked(p);
+            e->stream_id_request = free_stream_id_locked(p, p->elements->len - 1);
         e->stream_id = e->stream_id_request;
         p->next_stream_id = MAX(p->next_stream_id, e->stream_id + 1);
         source_stream = e->stream_id;
@@ -226,6 +227,34 @@ static void number_streams(reel_pipeline *p)
         reel_link *l = p->staged_links->pdata[i];
         l->stream = !l->src->staged && sources == 1 ? source_stream : l->src_pad;
     }
+}
+
+// Before a start: the sources of a branch added from element `first` on
+// are numbered as if it joined a run, and links into it from the elements
+// before take its one source's stream, so that it routes the same either way.
+static void number_added_streams(reel_pipeline *p, guint first)
+{
+    guint n = p->elements->len - 1;
+    int source_stream = -1, sources = 0;
+    for (guint i = first; i < n; i++) {
+        reel_element *e = p->elements->pdata[i];
+        if (e->inputs->len || e->outputs->len == 0)
+            continue;
+        if (e->stream_id_request < 0)
+            e->stream_id_request = free_stream_id_locked(p, first);
+        p->next_stream_id = MAX(p->next_stream_id, e->stream_id_request + 1);
+        source_stream = e->stream_id_request;
+        sources++;
+    }
+    GHashTable *added = g_hash_table_new(NULL, NULL);
+    for (guint i = first; i < n; i++)
+        g_hash_table_add(added, p->elements->pdata[i]);
+    for (guint i = 0; sources == 1 && i < p->links->len; i++) {
+        reel_link *l = p->links->pdata[i];
+        if (!g_hash_table_contains(added, l->src) && g_hash_table_contains(added, l->dst))
+            l->stream = source_stream;
+    }
+    g_hash_table_destroy(added);
 }
 
 // Readies the staged elements for the run (as a start does) and starts them.
@@ -387,6 +416,7 @@ char **reel_dynamic_commit(reel_pipeline *p, guint first_element, bool built, GE
         g_strfreev(staged);
         free_staged(p); // what did not join
     } else if (built) {
+        number_added_streams(p, first_element);
         names = names_of(p->elements, first_element);
     } else { // a stopped pipeline: what the failed build added goes again
         GHashTable *gone = g_hash_table_new(NULL, NULL);

@@ -53,4 +53,30 @@ void serve_hosted_status(serve_hosted *h, serve_status *out);
 // hosted pipeline's lock: fn may read reports and set mutable properties.
 void serve_hosted_with_pipeline(serve_hosted *h, void (*fn)(reel_pipeline *p, void *data), void *data);
 
+// Keeps h from being freed while a caller outside the service's lock uses
+// it (a stream being added on a thread of its own); stop waits for holds.
+void serve_hosted_hold(serve_hosted *h);
+void serve_hosted_release(serve_hosted *h);
+
+// Cameras: a stream is the pipeline's `stream-template` with {NAME}
+// replaced by `values` (NAME, VALUE, ..., NULL: the request's "url" and
+// the others) and {stream} by its id, added to the running pipeline as a
+// branch (reel_pipeline_add_branch), and again whenever it restarts.
+// Blocking (the branch's input opens first); one change at a time. Returns
+// the new stream's id, or -1 with *error set: SERVE_STREAM_NOT_RUNNING,
+// SERVE_STREAM_NO_TEMPLATE, or the pipeline's error (a URL that cannot be
+// opened, a template that does not fit).
+int serve_hosted_add_stream(serve_hosted *h, const char *const *values, GError **error);
+// Removes stream `id` (its branch leaves the running pipeline, its sinks
+// finalize, the other streams go on). Blocking. False with *error set when
+// there is no such stream or the removal was refused.
+bool serve_hosted_remove_stream(serve_hosted *h, int id, GError **error);
+// The streams added, as a JSON array of {"id", "values" (URLs without
+// their passwords), "elements"}.
+void serve_hosted_streams_json(serve_hosted *h, GString *out);
+
+#define SERVE_STREAM_ERROR serve_stream_error_quark()
+GQuark serve_stream_error_quark(void);
+enum { SERVE_STREAM_NOT_RUNNING = 1, SERVE_STREAM_NO_TEMPLATE, SERVE_STREAM_UNKNOWN };
+
 #endif

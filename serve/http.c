@@ -11,6 +11,7 @@
 #include "reel/reel.h"
 #include "serve/metrics.h"
 #include "serve/page.h"
+#include "serve/request.h"
 
 enum { MAX_BODY = 1 << 20 };
 
@@ -131,16 +132,15 @@ static void post_pipeline(serve_http *h, SoupServerMessage *msg)
     reel_json_value *v = body_json(msg);
     if (!v)
         return;
-    const char *text = reel_json_member_string(v, "description", NULL);
-    const reel_json_value *idv = reel_json_member(v, "id");
-    if (!text || (idv && idv->kind != REEL_JSON_STRING)) {
-        answer_error(msg, 400, "the body is {\"description\": \"...\"} (a description or a .reel file's text), "
-                               "with an \"id\" string if wanted");
+    serve_pipeline_request req;
+    GError *err = NULL;
+    if (!serve_request_pipeline(v, &req, &err)) {
+        answer_error(msg, 400, err->message);
+        g_error_free(err);
         reel_json_free(v);
         return;
     }
-    GError *err = NULL;
-    const char *id = serve_service_add(h->service, idv ? idv->string : NULL, text, "pipeline", &err);
+    const char *id = serve_service_add(h->service, req.id, req.description, "pipeline", &err);
     if (!id && err->domain == SERVE_ERROR)
         answer_error(msg, 409, err->message);
     else if (!id && strstr(err->message, ": error: "))
@@ -204,32 +204,24 @@ static void patch_running(reel_pipeline *p, void *data)
         g_string_assign(pt->error, "the pipeline is not running");
         return;
     }
-    if (!reel_pipeline_find(p, r->element)) {
+    reel_pipeline_lock_graph(p);
+    bool found = reel_pipeline_find(p, r->element) != NULL;
+    reel_pipeline_unlock_graph(p);
+    if (!found) {
         pt->status = 404;
         g_string_printf(pt->error, "no element '%s' in the pipeline", r->element);
         return;
     }
-    for (guint i = 0; i < r->body->items->len; i++) {
-        const char *key = r->body->keys->pdata[i];
-        const reel_json_value *v = r->body->items->pdata[i];
-        char num[G_ASCII_DTOSTR_BUF_SIZE];
-        const char *value = v->kind == REEL_JSON_STRING ? v->string
-                            : v->kind == REEL_JSON_NUMBER ? g_ascii_dtostr(num, sizeof num, v->number)
-                            : v->kind == REEL_JSON_BOOL   ? (v->boolean ? "true" : "false")
-                                                          : NULL;
-        GError *err = NULL;
-        if (!value) {
-            pt->status = 400;
-            g_string_printf(pt->error, "property '%s': a string, number or boolean", key);
-            return;
-        }
-        if (reel_pipeline_set_property(p, r->element, key, value, &err) < 0) {
-            pt->status = 400;
-            g_string_assign(pt->error, err->message);
-            g_error_free(err);
-            return;
-        }
+    GError *err = NULL;
+    char **props = serve_request_properties(r->body, &err);
+    for (char **kv = props; kv && kv[0] && !err; kv += 2)
+        reel_pipeline_set_property(p, r->element, kv[0], kv[1], &err);
+    if (err) {
+        pt->status = 400;
+        g_string_assign(pt->error, err->message);
+        g_error_free(err);
     }
+    g_strfreev(props);
 }
 
 static void patch_one(serve_hosted *h, void *data)
@@ -270,15 +262,19 @@ typedef struct snap {
 static void snap_running(reel_pipeline *p, void *data)
 {
     snap *sn = data;
+    if (p) // the element may be in a branch leaving meanwhile
+        reel_pipeline_lock_graph(p);
     reel_element *e = p ? reel_pipeline_find(p, sn->element) : NULL;
     if (!e) {
         sn->status = 404;
         g_set_error(&sn->error, REEL_ERROR, REEL_EINVAL, p ? "no element '%s' in the pipeline"
                                                            : "the pipeline is not running", sn->element);
-        return;
+    } else {
+        int rc = reel_element_snapshot(e, sn->width, &sn->jpeg, &sn->error);
+        sn->status = rc == 0 ? 200 : rc == REEL_EIO ? 503 : rc == REEL_EUNSUPPORTED ? 400 : 500;
     }
-    int rc = reel_element_snapshot(e, sn->width, &sn->jpeg, &sn->error);
-    sn->status = rc == 0 ? 200 : rc == REEL_EIO ? 503 : rc == REEL_EUNSUPPORTED ? 400 : 500;
+    if (p)
+        reel_pipeline_unlock_graph(p);
 }
 
 static void snap_one(serve_hosted *h, void *data)
@@ -423,6 +419,124 @@ static void deleted(gpointer data)
     g_object_unref(msg);
 }
 
+// ---- streams ---------------------------------------------------------------
+
+// A stream added or removed on a thread of its own (its input opens, or
+// its sinks finalize, meanwhile); the answer goes out on the server's.
+typedef struct stream_change {
+    serve_hosted *hosted; // held until done
+    SoupServerMessage *msg;
+    char **values;        // adding; NULL: removing `id`
+    int id;
+    int status;           // 404: no such pipeline
+    GError *error;
+} stream_change;
+
+static void stream_change_run(GTask *task, gpointer source, gpointer data, GCancellable *cancel)
+{
+    (void)source;
+    (void)cancel;
+    stream_change *c = data;
+    if (c->values)
+        c->id = serve_hosted_add_stream(c->hosted, (const char *const *)c->values, &c->error);
+    else
+        serve_hosted_remove_stream(c->hosted, c->id, &c->error);
+    serve_hosted_release(c->hosted);
+    g_task_return_boolean(task, TRUE);
+}
+
+static void stream_change_done(GObject *source, GAsyncResult *result, gpointer data)
+{
+    (void)source;
+    (void)result;
+    stream_change *c = data;
+    GError *err = c->error;
+    if (!err && c->values) {
+        GString *s = g_string_new(NULL);
+        g_string_printf(s, "{\"id\": \"%d\"}\n", c->id);
+        answer_json(c->msg, 201, s);
+    } else if (!err) {
+        answer_json(c->msg, 200, g_string_new("{\"ok\": true}\n"));
+    } else if (strstr(err->message, ": error: ")) // the template does not parse: line and column
+        answer_parse_error(c->msg, err);
+    else
+        answer_error(c->msg,
+                     g_error_matches(err, SERVE_STREAM_ERROR, SERVE_STREAM_UNKNOWN) ? 404
+                     : err->domain == SERVE_STREAM_ERROR                        ? 409
+                                                                                : 400,
+                     err->message);
+    soup_server_message_unpause(c->msg);
+    g_object_unref(c->msg);
+    g_clear_error(&c->error);
+    g_strfreev(c->values);
+    g_free(c);
+}
+
+static void change_stream(serve_hosted *h, void *data)
+{
+    stream_change *c = data;
+    if (!h) {
+        c->status = 404;
+        return;
+    }
+    serve_hosted_hold(h);
+    c->hosted = h;
+    c->msg = g_object_ref(c->msg);
+    stream_change *mine = g_memdup2(c, sizeof *c);
+    GTask *task = g_task_new(NULL, NULL, stream_change_done, mine);
+    g_task_set_task_data(task, mine, NULL); // freed by stream_change_done
+    g_task_run_in_thread(task, stream_change_run);
+    g_object_unref(task);
+    soup_server_message_pause(c->msg);
+}
+
+static void post_stream(serve_http *h, SoupServerMessage *msg, const char *id)
+{
+    reel_json_value *v = body_json(msg);
+    if (!v)
+        return;
+    GError *err = NULL;
+    stream_change c = { .msg = msg, .values = serve_request_stream_values(v, &err) };
+    reel_json_free(v);
+    if (!c.values) {
+        answer_error(msg, 400, err->message);
+        g_error_free(err);
+        return;
+    }
+    serve_service_with(h->service, id, change_stream, &c);
+    if (c.status == 404) {
+        g_strfreev(c.values);
+        answer_error(msg, 404, "no such pipeline");
+    }
+}
+
+static void delete_stream(serve_http *h, SoupServerMessage *msg, const char *id, const char *sid)
+{
+    char *end = NULL;
+    long n = strtol(sid, &end, 10);
+    if (!*sid || *end || n < 0 || n > G_MAXINT) {
+        answer_error(msg, 404, "no such stream: stream ids are numbers");
+        return;
+    }
+    stream_change c = { .msg = msg, .id = (int)n };
+    serve_service_with(h->service, id, change_stream, &c);
+    if (c.status == 404)
+        answer_error(msg, 404, "no such pipeline");
+}
+
+static void list_streams(serve_hosted *h, void *data)
+{
+    one_request *r = data;
+    if (!h) {
+        answer_error(r->msg, 404, "no such pipeline");
+        return;
+    }
+    GString *s = g_string_new("{\"streams\": ");
+    serve_hosted_streams_json(h, s);
+    g_string_append(s, "}\n");
+    answer_json(r->msg, 200, s);
+}
+
 // ---- routing ---------------------------------------------------------------
 
 // Constant-time comparison: how much of a guess is right must not show in
@@ -496,7 +610,17 @@ static void route(SoupServer *server, SoupServerMessage *msg, const char *path, 
     } else if (n == 5 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0 && get
                && strcmp(parts[4], "preview.mjpeg") == 0) {
         get_preview(h, msg, parts[1], parts[3], query);
+    } else if (n == 3 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0 && get) {
+        serve_service_with(h->service, parts[1], list_streams, &r);
+    } else if (n == 3 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0
+               && strcmp(method, "POST") == 0) {
+        post_stream(h, msg, parts[1]);
+    } else if (n == 4 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0
+               && strcmp(method, "DELETE") == 0) {
+        delete_stream(h, msg, parts[1], parts[3]);
     } else if ((n == 1 && (strcmp(parts[0], "pipelines") == 0 || strcmp(parts[0], "metrics") == 0))
+               || (n == 3 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0)
+               || (n == 4 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0)
                || (n == 2 && strcmp(parts[0], "pipelines") == 0)
                || (n == 4 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0)) {
         answer_error(msg, 405, "method not allowed here");

@@ -97,6 +97,7 @@ static void elements(reel_pipeline *p, void *data)
     collect *c = data;
     if (!p)
         return;
+    reel_pipeline_lock_graph(p); // branches may come and go meanwhile
     int n = reel_pipeline_report(p, NULL, 0);
     reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
     reel_pipeline_report(p, r, n);
@@ -143,6 +144,7 @@ static void elements(reel_pipeline *p, void *data)
             sample(c, M_RECONNECTS, NULL, (double)r[i].reconnects, "element", name, NULL);
         }
     }
+    reel_pipeline_unlock_graph(p);
     g_free(r);
 }
 

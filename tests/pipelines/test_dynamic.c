@@ -240,6 +240,19 @@ static void test_before_start(void **state)
     assert_int_equal(count(p, "all", false), 12);
     g_strfreev(names);
     reel_pipeline_destroy(&p);
+
+    // Into a batch: the branch's output of the unbatch takes its source's
+    // stream, whatever its pad.
+    p = reel_parse_launch("testsrc num-buffers=5 ! b.  batch name=b ! unbatch name=u ! fakesink name=k0", NULL,
+                          reel_pipeline_params(.stats_interval_ms = -1), &err);
+    assert_non_null(p);
+    g_strfreev(add_ok(p, "testsrc num-buffers=7 stream-id=4 ! b.  u. ! fakesink name=k4", NULL));
+    g_strfreev(add_ok(p, "testsrc num-buffers=3 ! b.  u. ! fakesink name=k5", NULL)); // the next free id: 5
+    assert_int_equal(reel_pipeline_run(p, &err), 0);
+    assert_int_equal(count(p, "k0", false), 5);
+    assert_int_equal(count(p, "k4", false), 7);
+    assert_int_equal(count(p, "k5", false), 3);
+    reel_pipeline_destroy(&p);
 }
 
 static int setup(void **state)

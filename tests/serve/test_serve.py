@@ -17,6 +17,10 @@ its metrics with promtool and a real Prometheus scraping it.
   preview    a preview element's snapshot and MJPEG stream; a viewer that
              never reads does not slow the pipeline
   browser    the page in headless Chromium shows the preview, moving
+  streams    cameras (a real RTSP server) added to and removed from a
+             running pipeline through its stream-template while two others
+             run on without losing a frame; re-added after a restart; the
+             bad requests answered with their status
 """
 import json
 import os
@@ -502,6 +506,115 @@ def case_browser(reel, tmp):
         fail(f"the preview at {x0},{y0}: {moved / area:.0%} changed, luminance spread {spread:.1f} (blank?)")
     print(f"browser: the preview at {x0},{y0}-{x1},{y1} in Chromium, luminance spread {spread:.0f}, "
           f"{moved / area:.0%} of it changed a second later")
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CAM = "video/raw,format=rgb24,width=160,height=120"
+
+
+def jsonl_frames(path):
+    """The frame numbers of a metasink's file, every line whole JSON."""
+    with open(path) as f:
+        text = f.read()
+    if text and not text.endswith("\n"):
+        fail(f"{path} ends in the middle of a line")
+    return [json.loads(line)["frame"] for line in text.splitlines()]
+
+
+def batched(tmp, extra=""):
+    """Two test cameras through one batch, and a template for more."""
+    template = (f"source location={{url}} stream-id={{stream}} ! decode ! convert ! {CAM} ! b.  "
+                f"u. ! queue ! metasink location={tmp}/cam-{{stream}}.jsonl")
+    return (f'stream-template="{template}"\n'
+            f"testsrc is-live=true framerate=30 ! {CAM} ! b.\n"
+            f"testsrc is-live=true framerate=30 pattern=noise ! {CAM} ! b.\n"
+            f"batch name=b ! identity{extra} ! unbatch name=u\n"
+            f"u. ! queue ! metasink location={tmp}/cam-0.jsonl\n"
+            f"u. ! queue ! metasink location={tmp}/cam-1.jsonl\n")
+
+
+def case_streams(reel, tmp):
+    port = free_port()
+    rtsp = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "live", "rtsp_server.py"), str(port),
+                             "--size", "160x120", "--fps", "30"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if rtsp.stdout.readline().strip() != b"ready":
+        skip("the RTSP server (gst-rtsp-server, python3-gi) did not start")
+    url = f"rtsp://127.0.0.1:{port}/test"
+    s = Serve(reel, tmp)
+    lines = lambda sid: len(jsonl_frames(f"{tmp}/cam-{sid}.jsonl")) if os.path.exists(f"{tmp}/cam-{sid}.jsonl") \
+        else 0
+    try:
+        s.expect("POST", "/pipelines", 201, {"description": batched(tmp), "id": "cams"})
+        s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! fakesink", "id": "plain"})
+        wait_for("the two cameras", lambda: lines(0) > 5 and lines(1) > 5, 30)
+        first = s.expect("POST", "/pipelines/cams/streams", 201, {"url": url})
+        second = s.expect("POST", "/pipelines/cams/streams", 201, {"url": url})
+        if (first["id"], second["id"]) != ("2", "3"):
+            fail(f"stream ids: {first} {second}")
+        listed = s.expect("GET", "/pipelines/cams/streams", 200)["streams"]
+        if [st["id"] for st in listed] != ["2", "3"] or listed[0]["values"] != {"url": url}:
+            fail(f"GET streams: {listed}")
+        wait_for("the added cameras' frames", lambda: lines(2) > 30 and lines(3) > 30, 60)
+        report = {e["name"]: e for e in s.expect("GET", "/pipelines/cams", 200)["report"]["elements"]}
+        if not all(name in report for name in listed[0]["elements"]):
+            fail(f"stream 2's elements {listed[0]['elements']} are not in the report {sorted(report)}")
+        # Removing one: its metasink finalizes, the others go on.
+        s.expect("DELETE", "/pipelines/cams/streams/2", 200)
+        gone = jsonl_frames(f"{tmp}/cam-2.jsonl")
+        if gone != list(range(len(gone))):
+            fail(f"stream 2's file after its removal: frames {gone[:5]}...")
+        if [st["id"] for st in s.expect("GET", "/pipelines/cams/streams", 200)["streams"]] != ["3"]:
+            fail("stream 2 is still listed")
+        report = s.expect("GET", "/pipelines/cams", 200)["report"]["elements"]
+        if any(e["name"] in listed[0]["elements"] for e in report):
+            fail("stream 2's elements are still in the report")
+        before = lines(3)
+        wait_for("stream 3 going on", lambda: lines(3) > before + 10, 30)
+        # Bad requests: each its status and a JSON error; the pipeline runs on.
+        for body, status, says in (
+                ({"nourl": "x"}, 400, '{"url"'),
+                ({"url": url, "stream": "9"}, 400, "not 'stream'"),
+                ({"url": url, "x": 5}, 400, "value 'x'"),
+                ({"url": "a\nb"}, 400, "control characters"),
+                ({"url": "/nonexistent/cam.mp4"}, 400, "/nonexistent/cam.mp4")):
+            err = s.expect("POST", "/pipelines/cams/streams", status, body)
+            if says not in err["error"]:
+                fail(f"POST streams {body}: {err}")
+        err = s.expect("POST", "/pipelines/plain/streams", 409, {"url": url})
+        if "stream-template" not in err["error"]:
+            fail(f"a stream for a pipeline without a template: {err}")
+        s.expect("POST", "/pipelines/ghost/streams", 404, {"url": url})
+        s.expect("DELETE", "/pipelines/cams/streams/2", 404)
+        s.expect("DELETE", "/pipelines/cams/streams/x", 404)
+        s.expect("GET", "/pipelines/ghost/streams", 404)
+        s.expect("PUT", "/pipelines/cams/streams", 405)
+        # A pipeline that fails and restarts takes its streams again.
+        s.expect("POST", "/pipelines", 201, {"description": batched(f"{tmp}/flaky", " error-after=150"), "id": "flaky"})
+        os.makedirs(f"{tmp}/flaky")
+        wait_for("flaky running", lambda: s.expect("GET", "/pipelines/flaky", 200)["state"] == "running", 30)
+        added = s.expect("POST", "/pipelines/flaky/streams", 201, {"url": url})
+        restarted = wait_for("a restart", lambda: (lambda a: a["restarts"] >= 1 and a["state"] == "running" and a)(
+            s.expect("GET", "/pipelines/flaky", 200)), 60)
+        names = s.expect("GET", "/pipelines/flaky/streams", 200)["streams"][0]["elements"]
+        if not all(n in [e["name"] for e in restarted["report"]["elements"]] for n in names):
+            fail(f"after the restart, stream {added['id']}'s elements {names} are not in the run")
+        s.expect("DELETE", "/pipelines/flaky", 200)
+        s.expect("DELETE", "/pipelines/cams", 200)
+        # Every frame of the two cameras that stayed reached its file, in order.
+        for sid in (0, 1):
+            frames = jsonl_frames(f"{tmp}/cam-{sid}.jsonl")
+            if frames != list(range(len(frames))) or len(frames) < 60:
+                fail(f"camera {sid}: {len(frames)} frames, gaps at "
+                     f"{[a for a, b in zip(frames, frames[1:]) if b != a + 1][:5]}")
+    finally:
+        rc = s.stop()
+        rtsp.kill()
+        rtsp.wait()
+    if rc != 0:
+        fail(f"reel serve exited {rc}: {read(s.log)}")
+    print(f"streams: two cameras added over RTSP and one removed while two ran on "
+          f"({lines(0)} and {lines(1)} frames, none lost); the removed one finalized ({len(gone)} frames); "
+          f"a restarted pipeline took its stream again")
 
 
 def main():
