@@ -448,6 +448,19 @@ static void drop_pad(GPtrArray *pads, int pad, bool output)
     }
 }
 
+// Frees elements and links taken out of the graph, and the arrays.
+static void free_taken(GPtrArray *els, GPtrArray *links)
+{
+    for (guint i = 0; i < links->len; i++)
+        reel_link_free(links->pdata[i]);
+    for (guint i = 0; i < els->len; i++) {
+        reel_element *e = els->pdata[i];
+        reel_element_destroy(&e);
+    }
+    g_ptr_array_free(links, TRUE);
+    g_ptr_array_free(els, TRUE);
+}
+
 // A stopped pipeline (or a run over): the elements of `gone` and their
 // links leave it at once.
 static void unlink_and_free(reel_pipeline *p, GHashTable *gone)
@@ -472,14 +485,7 @@ static void unlink_and_free(reel_pipeline *p, GHashTable *gone)
             g_ptr_array_add(els, g_ptr_array_steal_index(p->elements, i));
     g_mutex_unlock(&p->lock);
     g_rw_lock_writer_unlock(&p->graph_lock);
-    for (guint i = 0; i < links->len; i++)
-        reel_link_free(links->pdata[i]);
-    for (guint i = 0; i < els->len; i++) {
-        reel_element *e = els->pdata[i];
-        reel_element_destroy(&e);
-    }
-    g_ptr_array_free(links, TRUE);
-    g_ptr_array_free(els, TRUE);
+    free_taken(els, links);
 }
 
 // The named elements, and the uploads and downloads the pipeline put next
@@ -665,14 +671,7 @@ int reel_pipeline_remove_branch(reel_pipeline *p, const char *const *names, GErr
             e->started = false;
             reel_props_run_end(e);
         }
-        for (guint i = 0; i < links->len; i++)
-            reel_link_free(links->pdata[i]);
-        for (guint i = 0; i < els->len; i++) {
-            reel_element *e = els->pdata[i];
-            reel_element_destroy(&e);
-        }
-        g_ptr_array_free(els, TRUE);
-        g_ptr_array_free(links, TRUE);
+        free_taken(els, links);
     }
     g_hash_table_destroy(gone);
     g_mutex_unlock(&p->change_lock);
