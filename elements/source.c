@@ -71,6 +71,8 @@ typedef struct source_priv {
     int64_t last_sent_us;  // monotonic time a packet was last sent
     int64_t reconnects;    // reconnect attempts this run
     int failure;           // on_failure resolved at start: RETRY, DROP or FAIL
+    bool waiting;          // not opened at the start: the branch waits aside (REEL_AGAIN from open)
+    int64_t wait_delay_ms; // before the next attempt to open while waiting
 } source_priv;
 
 static const reel_enum_value live_values[] = {
@@ -273,7 +275,41 @@ static int connect_input(reel_element *e, char **why)
 }
 
 static int resolve_failure(reel_element *e);
+static const char *attempts_text(const source_priv *s, char *buf, size_t size);
 
+// An input not there at the start (a camera down) in a pipeline whose
+// other streams can run without it: reports REEL_AGAIN, so that its branch
+// waits aside and open is called again, which first waits out a backoff.
+// on-failure=retry waits for good; drop gives up after retry-max attempts.
+static int wait_to_join(reel_element *e, const char *why)
+{
+    source_priv *s = reel_element_priv(e);
+    if (!s->waiting)
+        s->failure = resolve_failure(e);
+    bool may = reel_element_may_wait_to_join(e) &&
+               (s->failure == ON_FAILURE_RETRY || (s->failure == ON_FAILURE_DROP && s->reconnects < s->retry_max));
+    if (!may) {
+        if (!s->waiting)
+            return 0;
+        reel_element_warning(e, "%s; gave up after %" G_GINT64_FORMAT " attempts: this stream never joins, the "
+                             "others go on (on-failure=drop)", why, s->reconnects);
+        reel_element_set_input_state(e, REEL_INPUT_ENDED, s->reconnects);
+        return REEL_EOS;
+    }
+    int64_t cap_ms = MAX(MAX_RETRY_DELAY_MS, s->retry_delay_ms);
+    s->wait_delay_ms = s->waiting ? MIN(s->wait_delay_ms * 2, cap_ms) : s->retry_delay_ms;
+    s->waiting = true;
+    s->reconnects++;
+    char max_text[16];
+    reel_element_warning(e, "%s; trying again in %" G_GINT64_FORMAT " ms (attempt %" G_GINT64_FORMAT " of %s)", why,
+                         s->wait_delay_ms, s->reconnects, attempts_text(s, max_text, sizeof max_text));
+    reel_element_set_input_state(e, REEL_INPUT_CONNECTING, s->reconnects);
+    return REEL_AGAIN;
+}
+
+// Opens the input (at the start, or again while waiting to join).
+// Returns 0, REEL_AGAIN (waiting: see wait_to_join), REEL_EOS (gave up
+// waiting), REEL_ESTOPPED or a reported error.
 static int open_input(reel_element *e)
 {
     source_priv *s = reel_element_priv(e);
@@ -284,19 +320,34 @@ static int open_input(reel_element *e)
     }
     if (!s->location || !*s->location)
         return reel_element_error(e, REEL_EINVAL, "no input: set location=FILE or URL");
+    if (s->waiting && !reel_element_wait_until(e, g_get_monotonic_time() + s->wait_delay_ms * 1000))
+        return REEL_ESTOPPED;
     char *why = NULL;
-    s->reconnects = 0;
+    if (!s->waiting)
+        s->reconnects = 0;
     if (is_live_input(s, NULL))
-        reel_element_set_input_state(e, REEL_INPUT_CONNECTING, 0);
+        reel_element_set_input_state(e, REEL_INPUT_CONNECTING, s->reconnects);
     int rc = connect_input(e, &why);
+    if (rc < 0 && s->is_live) {
+        int wait = wait_to_join(e, why);
+        if (wait != 0) {
+            g_free(why);
+            return wait;
+        }
+    }
     if (s->is_live)
-        reel_element_set_input_state(e, rc < 0 ? REEL_INPUT_ENDED : REEL_INPUT_LIVE, 0);
+        reel_element_set_input_state(e, rc < 0 ? REEL_INPUT_ENDED : REEL_INPUT_LIVE, s->reconnects);
     if (rc < 0) {
         rc = reel_element_error(e, rc, "%s", why);
         g_free(why);
         return rc;
     }
-    s->failure = resolve_failure(e);
+    if (s->waiting)
+        reel_element_info(e, "opened '%s' (attempt %" G_GINT64_FORMAT "); its stream joins the run", s->location,
+                          s->reconnects);
+    else
+        s->failure = resolve_failure(e);
+    s->waiting = false;
     if (s->start_time > 0 && (rc = seek_start(s)) < 0)
         reel_element_warning(e, "cannot seek to %.3f s in '%s' (%s); starting at the beginning", s->start_time,
                              s->location, reel_av_err(rc));

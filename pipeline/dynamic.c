@@ -354,12 +354,15 @@ static bool wait_pad_ops(reel_pipeline *p)
 }
 
 // Stages, negotiates, opens and starts the branch, then joins it.
-static int commit_running(reel_pipeline *p, GError **error)
+static int commit_running(reel_pipeline *p, bool placed, GError **error)
 {
     guint n = p->staged->len;
-    reel_element **els = g_memdup2(p->staged->pdata, n * sizeof *els);
-    int rc = reel_place_some(p, els, n, p->staged_links, error); // may stage uploads and downloads
-    g_free(els);
+    int rc = 0;
+    if (!placed) {
+        reel_element **els = g_memdup2(p->staged->pdata, n * sizeof *els);
+        rc = reel_place_some(p, els, n, p->staged_links, error); // may stage uploads and downloads
+        g_free(els);
+    }
     reel_element **order = rc == 0 ? staged_order(p->staged, p->staged_links) : NULL;
     if (rc == 0 && !order) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL, "the branch loops back on itself");
@@ -410,7 +413,7 @@ char **reel_dynamic_commit(reel_pipeline *p, guint first_element, bool built, GE
     char **names = NULL;
     if (p->staged) { // running
         char **staged = names_of(p->staged, 0);
-        int rc = built ? commit_running(p, error) : REEL_EINVAL;
+        int rc = built ? commit_running(p, false, error) : REEL_EINVAL;
         if (rc == 0)
             names = g_steal_pointer(&staged);
         g_strfreev(staged);
@@ -429,6 +432,14 @@ char **reel_dynamic_commit(reel_pipeline *p, guint first_element, bool built, GE
     return names;
 }
 
+int reel_dynamic_commit_staged(reel_pipeline *p, bool placed, GError **error)
+{
+    int rc = commit_running(p, placed, error);
+    free_staged(p);
+    g_mutex_unlock(&p->change_lock);
+    return rc;
+}
+
 // ---- removing -----------------------------------------------------------------
 
 static bool in(GHashTable *set, const reel_element *e)
@@ -436,8 +447,7 @@ static bool in(GHashTable *set, const reel_element *e)
     return g_hash_table_contains(set, e);
 }
 
-// Takes out of one pad array the link `l` (at index pad), renumbering the rest.
-static void drop_pad(GPtrArray *pads, int pad, bool output)
+void reel_dynamic_drop_pad(GPtrArray *pads, int pad, bool output)
 {
     if (pad < 0 || pad >= (int)pads->len)
         return;
@@ -473,9 +483,9 @@ static void unlink_and_free(reel_pipeline *p, GHashTable *gone)
         if (!in(gone, l->src) && !in(gone, l->dst))
             continue;
         if (!in(gone, l->src))
-            drop_pad(l->src->outputs, l->src_pad, true);
+            reel_dynamic_drop_pad(l->src->outputs, l->src_pad, true);
         if (!in(gone, l->dst))
-            drop_pad(l->dst->inputs, l->dst_pad, false);
+            reel_dynamic_drop_pad(l->dst->inputs, l->dst_pad, false);
         g_ptr_array_remove_index(p->links, i);
         g_ptr_array_add(links, l);
     }

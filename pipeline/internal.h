@@ -103,6 +103,7 @@ struct reel_element {
     atomic_bool eos_requested;     // a source being removed: end as at EOS
     bool removing;                 // in a branch being removed
     bool staged;                   // in a branch being added, not yet running
+    bool waiting;                  // a source waiting aside for its input to open (waiting.c)
 
     int64_t expected_frames;       // sources: frames they will produce, -1 unknown
     GArray *trace;                 // reel_trace_span, when the pipeline traces
@@ -170,6 +171,7 @@ struct reel_pipeline {
     GHashTable *removed_streams;   // stream ids whose branch was removed (unbatch drops their frames)
     char *stream_template;         // the `stream-template` setting, or NULL
     GError *staged_error;          // the first error of a staged element: the run goes on (under `lock`)
+    GPtrArray *waiting;            // reel_waiting: branches out of the graph until their source opens
 };
 
 // A pad change for an element's runner to make (dynamic.c).
@@ -224,6 +226,10 @@ unsigned reel_element_memory(const reel_element *e, bool output);
 void reel_device_unref_(reel_device *dev);
 
 // negotiate.c
+// Every element's blocking set-up (open), at once; sources whose input is
+// not there yet wait aside (waiting.c) where the rest can run without them.
+int reel_open_elements(reel_pipeline *p, reel_element **order, GError **error);
+// Formats for every link, after reel_open_elements().
 int reel_negotiate(reel_pipeline *p, reel_element **order, GError **error);
 
 // bus.c
@@ -254,6 +260,26 @@ char **reel_dynamic_commit(reel_pipeline *p, guint first_element, bool built, GE
 void reel_dynamic_release_input(reel_element *e, int pad);
 // While a branch is staged by this thread, new elements and links go to it.
 bool reel_dynamic_staging(const reel_pipeline *p);
+// Joins the staged branch (of elements placed already when `placed`) to the
+// run, frees what did not join and lets go of change_lock.
+int reel_dynamic_commit_staged(reel_pipeline *p, bool placed, GError **error);
+// Takes link `pad` out of an element's inputs or outputs, renumbering the rest.
+void reel_dynamic_drop_pad(GPtrArray *pads, int pad, bool output);
+
+// waiting.c: sources whose input is not there at the start.
+// After every element opened: the branches of the sources whose open said
+// REEL_AGAIN leave the graph to wait; an error when the rest cannot run
+// without them.
+int reel_waiting_defer(reel_pipeline *p, reel_element *const *sources, guint n, GError **error);
+// Once the run started: each waiting branch tries its source again on a
+// thread of its own and joins the run when it opens.
+void reel_waiting_start(reel_pipeline *p);
+// The run is over (p->quit): the waiting threads end; what has not joined
+// waits on, to try again in the next run.
+void reel_waiting_end(reel_pipeline *p);
+void reel_waiting_free(reel_pipeline *p);
+// Sources still waiting, for reports (under the graph lock).
+guint reel_waiting_sources(reel_pipeline *p, reel_element **out, guint n);
 // scheduler.c helpers dynamic.c runs for a branch joining a running graph.
 void reel_sched_reset_element(reel_element *e);
 // Starts e's thread or schedules it (a source); `locked`: p->lock is held.

@@ -263,8 +263,9 @@ static gpointer open_main(gpointer data)
     return GINT_TO_POINTER(e->klass->open(e));
 }
 
-// Every element's blocking set-up at once, a thread each.
-static int open_all(reel_element **order, guint n, GError **error)
+// Every element's blocking set-up at once, a thread each. Sources that
+// answer REEL_AGAIN (their input not there yet) go to `again`, where given.
+static int open_all(reel_element **order, guint n, GPtrArray *again, GError **error)
 {
     GThread **threads = g_new0(GThread *, n);
     for (guint i = 0; i < n; i++)
@@ -273,8 +274,10 @@ static int open_all(reel_element **order, guint n, GError **error)
     int rc = 0;
     for (guint i = 0; i < n; i++) {
         int r = threads[i] ? GPOINTER_TO_INT(g_thread_join(threads[i])) : 0;
-        if (r < 0 && rc == 0)
-            rc = callback_failed(order[i], r, "could not open", error);
+        if (r == REEL_AGAIN && again)
+            g_ptr_array_add(again, order[i]);
+        else if (r != 0 && rc == 0)
+            rc = callback_failed(order[i], r < 0 ? r : REEL_EIO, "could not open", error);
     }
     g_free(threads);
     return rc;
@@ -283,13 +286,23 @@ static int open_all(reel_element **order, guint n, GError **error)
 // Pass 1 and pass 2 over `order`, after every element opened.
 static int negotiate_order(reel_element **order, guint n, GPtrArray *attach, GError **error)
 {
-    int rc = open_all(order, n, error);
+    int rc = 0;
     for (guint i = n; i-- > 0 && rc == 0;)
         rc = want_inputs(order[i], error);
     for (guint i = 0; attach && i < attach->len && rc == 0; i++)
         rc = attach_format(attach->pdata[i], error);
     for (guint i = 0; i < n && rc == 0; i++)
         rc = configure_outputs(order[i], error);
+    return rc;
+}
+
+int reel_open_elements(reel_pipeline *p, reel_element **order, GError **error)
+{
+    GPtrArray *again = g_ptr_array_new();
+    int rc = open_all(order, p->elements->len - 1, again, error);
+    if (rc == 0 && again->len)
+        rc = reel_waiting_defer(p, (reel_element *const *)again->pdata, again->len, error);
+    g_ptr_array_free(again, TRUE);
     return rc;
 }
 
@@ -310,6 +323,8 @@ int reel_negotiate_some(reel_pipeline *p, reel_element **order, guint n, GPtrArr
         else if (!l->src->staged)
             g_ptr_array_add(out_of_running, l);
     }
+    if (rc == 0)
+        rc = open_all(order, n, NULL, error);
     if (rc == 0)
         rc = negotiate_order(order, n, out_of_running, error);
     g_ptr_array_free(out_of_running, TRUE);

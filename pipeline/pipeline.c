@@ -49,6 +49,7 @@ void reel_pipeline_destroy(reel_pipeline **pp)
         reel_pipeline_abort(p);
         reel_pipeline_wait(p, NULL);
     }
+    reel_waiting_free(p);
     for (guint i = 0; i < p->links->len; i++)
         reel_link_free(p->links->pdata[i]);
     for (guint i = 0; i < n_elements(p); i++) {

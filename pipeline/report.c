@@ -26,33 +26,46 @@ static void fill_latency(const reel_element *e, reel_element_report *r)
     r->latency_max_ms = atomic_load(&h->max_ns) / 1e6;
 }
 
+static reel_element_report report_of(reel_pipeline *p, reel_element *e)
+{
+    int64_t dropped = 0;
+    for (guint k = 0; k < e->inputs->len; k++)
+        dropped += atomic_load(&((reel_link *)e->inputs->pdata[k])->dropped);
+    reel_element_report r = {
+        .name = e->name,
+        .klass = e->klass->name,
+        .device_requested = e->device_request ? e->device_request : p->device,
+        .device = e->device ? e->device : "",
+        .reason = e->placement_reason ? e->placement_reason : "",
+        .buffers_in = atomic_load(&e->buffers_in),
+        .buffers_out = atomic_load(&e->buffers_out),
+        .busy_ns = atomic_load(&e->busy_ns),
+        .dropped = dropped,
+        .bytes_to_device = e->xfer.to_device,
+        .bytes_to_host = e->xfer.to_host,
+        .element = e,
+        .waiting = e->waiting,
+    };
+    fill_latency(e, &r);
+    reel_input_state state = (reel_input_state)atomic_load(&e->input_state);
+    r.input_state = reel_input_state_name(state);
+    r.input_state_s = state ? (g_get_monotonic_time() - atomic_load(&e->input_since_us)) / 1e6 : 0;
+    r.reconnects = atomic_load(&e->reconnects);
+    return r;
+}
+
 int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
 {
     int count = (int)p->elements->len - 1;
-    for (int i = 0; i < count && i < n; i++) {
-        reel_element *e = p->elements->pdata[i];
-        int64_t dropped = 0;
-        for (guint k = 0; k < e->inputs->len; k++)
-            dropped += atomic_load(&((reel_link *)e->inputs->pdata[k])->dropped);
-        out[i] = (reel_element_report){
-            .name = e->name,
-            .klass = e->klass->name,
-            .device_requested = e->device_request ? e->device_request : p->device,
-            .device = e->device ? e->device : "",
-            .reason = e->placement_reason ? e->placement_reason : "",
-            .buffers_in = atomic_load(&e->buffers_in),
-            .buffers_out = atomic_load(&e->buffers_out),
-            .busy_ns = atomic_load(&e->busy_ns),
-            .dropped = dropped,
-            .bytes_to_device = e->xfer.to_device,
-            .bytes_to_host = e->xfer.to_host,
-        };
-        fill_latency(e, &out[i]);
-        reel_input_state state = (reel_input_state)atomic_load(&e->input_state);
-        out[i].input_state = reel_input_state_name(state);
-        out[i].input_state_s = state ? (g_get_monotonic_time() - atomic_load(&e->input_since_us)) / 1e6 : 0;
-        out[i].reconnects = atomic_load(&e->reconnects);
-    }
+    for (int i = 0; i < count && i < n; i++)
+        out[i] = report_of(p, p->elements->pdata[i]);
+    guint w = reel_waiting_sources(p, NULL, 0);
+    reel_element **waiting = g_new(reel_element *, MAX(w, 1));
+    reel_waiting_sources(p, waiting, w);
+    for (guint i = 0; i < w; i++, count++)
+        if (count < n)
+            out[count] = report_of(p, waiting[i]);
+    g_free(waiting);
     return count;
 }
 
@@ -85,6 +98,8 @@ static void append_inputs_and_latency(GString *s, const reel_element *e, const r
     if (*r->input_state)
         g_string_append_printf(s, ", \"input\": {\"state\": \"%s\", \"for_s\": %.3f, \"reconnects\": %" G_GINT64_FORMAT
                                "}", r->input_state, r->input_state_s, r->reconnects);
+    if (r->waiting)
+        g_string_append(s, ", \"waiting\": true");
     g_string_append_c(s, '}');
 }
 
@@ -127,7 +142,7 @@ static GString *report_json(reel_pipeline *p)
                                ", \"bytes_to_device\": %" G_GINT64_FORMAT ", \"bytes_to_host\": %" G_GINT64_FORMAT,
                                r[i].buffers_in, r[i].buffers_out, r[i].busy_ns / 1e6, r[i].dropped,
                                r[i].bytes_to_device, r[i].bytes_to_host);
-        append_inputs_and_latency(s, p->elements->pdata[i], &r[i]);
+        append_inputs_and_latency(s, r[i].element, &r[i]);
     }
     reel_pipeline_unlock_graph(p);
     g_string_append(s, "\n]");
@@ -170,7 +185,7 @@ int reel_pipeline_write_dot(reel_pipeline *p, const char *path, GError **error)
     GString *s = g_string_new("digraph reel {\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", "
                               "fontname=\"sans\"];\n  edge [fontname=\"sans\", fontsize=9];\n");
     for (int i = 0; i < n; i++) {
-        const reel_element *e = p->elements->pdata[i];
+        const reel_element *e = r[i].element;
         g_string_append(s, "  ");
         dot_id(s, r[i].name);
         if (e->inserted) // a transfer: drawn apart, with the bytes it moved

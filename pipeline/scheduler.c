@@ -431,6 +431,12 @@ int reel_pipeline_prepare(reel_pipeline *p, GError **error)
     if (rc == 0)
         rc = reel_graph_sort(p, &order, error);
     if (rc == 0)
+        rc = reel_open_elements(p, order, error);
+    if (rc == 0 && p->waiting) { // branches left the graph
+        g_clear_pointer(&order, g_free);
+        rc = reel_graph_sort(p, &order, error);
+    }
+    if (rc == 0)
         rc = reel_negotiate(p, order, error);
     g_free(order);
     p->prepared = rc == 0;
@@ -567,6 +573,7 @@ int reel_pipeline_start(reel_pipeline *p, GError **error)
         p->workers[i] = g_thread_new("reel-worker", worker_main, p);
     for (guint i = 0; i < n; i++)
         reel_sched_launch(p->elements->pdata[i], false);
+    reel_waiting_start(p);
     return 0;
 }
 
@@ -646,6 +653,7 @@ int reel_pipeline_wait(reel_pipeline *p, GError **error)
     for (int i = 0; i < p->n_workers; i++)
         g_thread_join(p->workers[i]);
     g_clear_pointer(&p->workers, g_free);
+    reel_waiting_end(p);
     if (p->timer)
         g_thread_join(g_steal_pointer(&p->timer));
     for (guint i = 0; i + 1 < p->elements->len; i++) {

@@ -101,7 +101,6 @@ static void elements(reel_pipeline *p, void *data)
     int n = reel_pipeline_report(p, NULL, 0);
     reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
     reel_pipeline_report(p, r, n);
-    reel_element *const *els = reel_pipeline_elements(p);
     for (int i = 0; i < n; i++) {
         const char *name = r[i].name;
         sample(c, M_BUFFERS_IN, NULL, (double)r[i].buffers_in, "element", name, "class", r[i].klass, "device",
@@ -117,17 +116,17 @@ static void elements(reel_pipeline *p, void *data)
             sample(c, M_BYTES, NULL, (double)r[i].bytes_to_host, "element", name, "device", r[i].device,
                    "direction", "to_host", NULL);
         }
-        if (reel_element_n_outputs(els[i]) == 0) {
+        if (!r[i].waiting && reel_element_n_outputs(r[i].element) == 0) {
             sample(c, M_FRAMES, NULL, (double)r[i].buffers_in, "element", name, NULL);
-            latency_histogram(c, els[i], name);
+            latency_histogram(c, r[i].element, name);
         }
         if (strcmp(r[i].klass, "infer") == 0) {
-            char *model = reel_element_get(els[i], "model");
+            char *model = reel_element_get(r[i].element, "model");
             sample(c, M_INFERENCE, NULL, r[i].busy_ns / 1e9, "element", name, "model", model ? model : "",
                    "device", r[i].device, NULL);
             g_free(model);
         }
-        reel_device *dev = reel_element_device(els[i]);
+        reel_device *dev = reel_element_device(r[i].element);
         const char *spec = dev ? reel_device_info_of(dev)->spec : NULL;
         if (spec && !g_hash_table_contains(c->device_bytes, spec)) {
             reel_device_stats st;

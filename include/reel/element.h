@@ -154,7 +154,11 @@ typedef struct reel_element_class {
     // slowest, not their sum, and none buffers while the next opens.
     // reel_element_set() from here counts as another thread's: it waits for
     // the element's first buffer, and fixed properties are refused.
-    // Returns 0 or a REEL_E* code (after reel_element_error).
+    // Returns 0 or a REEL_E* code (after reel_element_error). A source whose
+    // input is not there yet may return REEL_AGAIN where
+    // reel_element_may_wait_to_join() allows: the pipeline then runs without
+    // its branch and calls open again, on a thread of its own, until it
+    // returns 0 (the branch joins the run) or anything else (it never does).
     int (*open)(reel_element *e);
 
     // Run: start after negotiation; process gets one input buffer (ownership
@@ -378,6 +382,13 @@ REEL_API const char *reel_input_state_name(reel_input_state state);
 // attempts this run so far. The core notes when the state last changed.
 // Any thread.
 REEL_API void reel_element_set_input_state(reel_element *e, reel_input_state state, int64_t reconnects);
+
+// Whether this source, its input not there at the start, may answer
+// REEL_AGAIN from `open`: another source can run without its branch (the
+// elements it alone feeds), and that branch joins the rest only through
+// elements that take new inputs while running (batch, funnel). True while
+// it waits.
+REEL_API bool reel_element_may_wait_to_join(const reel_element *e);
 
 // The last frame a `preview` element saw, as a JPEG (g_bytes_unref it), at
 // most max_width wide (0: its own size): what `reel serve` shows. Returns 0,

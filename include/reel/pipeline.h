@@ -152,9 +152,14 @@ typedef struct reel_element_report {
     const char *input_state;
     double input_state_s;   // seconds in that state
     int64_t reconnects;     // reconnect attempts this run
+    reel_element *element;
+    // A source whose input was not there at the start, waiting out of the
+    // graph (its branch joins the run once the input opens).
+    bool waiting;
 } reel_element_report;
 
-// Fills up to n entries in element order; returns the number of elements.
+// Fills up to n entries in element order, then one per source waiting to
+// join; returns the number there are.
 // While branches may be added or removed, hold reel_pipeline_lock_graph()
 // across both calls and the use of the entries (their names are the
 // elements').
@@ -178,7 +183,7 @@ REEL_API int64_t reel_pipeline_wall_us(reel_pipeline *p);
 // "busy_ms", "dropped", "dropped_per_input": [n, ...], "bytes_to_device",
 // "bytes_to_host", for sinks "latency": {"frames", "p50_ms", "p95_ms",
 // "p99_ms", "max_ms"}, for sources that say "input": {"state", "for_s",
-// "reconnects"}}, ...], "memory": {"rss_bytes", "rss_peak_bytes",
+// "reconnects"}, for waiting sources "waiting": true}, ...], "memory": {"rss_bytes", "rss_peak_bytes",
 // "buffers_live", "pools_open", "pool_buffers_allocated",
 // "pool_buffers_outstanding"}} (process-wide, when the report is written).
 // Written whole or not at all. Returns 0 or REEL_EIO.

@@ -7,6 +7,9 @@ Usage: test_live.py REEL CASE, CASE one of
   udp          ffmpeg -re sends MPEG-TS over UDP
   udp-reconnect  the sender stops, starts again, then stops for good
   on-failure   one camera of two lost: dropped, or retried until it is back
+  down-at-start  one camera of two refused at the start: the other runs
+               through the batch, it joins once its server is up; all
+               cameras down: a clear error
   rtsp-tcp     a gst-rtsp-server stream over RTSP interleaved TCP
   rtsp-udp     the same over RTP/UDP
   reconnect    the server is killed mid-stream and restarted: the run goes
@@ -373,6 +376,70 @@ def case_on_failure(reel, tmp):
                 or b["reconnects"] < 1:
             fail(f"{policy}: camera b's input in the report: {b}, wanted state {want_b[0]}")
         print(f"on-failure={policy}: camera a {len(frames(out_a))} frames; camera b {b}")
+
+
+def case_down_at_start(reel, tmp):
+    """Camera b's RTSP server is not up when the run starts (connection
+    refused): camera a's frames go through the batch meanwhile, b tries
+    again with backoff, and once its server starts its stream joins the run
+    and reaches its own sink. With every camera down there is nothing to
+    run: a clear error."""
+    python = gi_python()
+    if not shutil.which("ffmpeg"):
+        skip("no ffmpeg")
+    port_a, port_b = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_STREAM)
+    url_a, url_b = f"udp://127.0.0.1:{port_a}", f"rtsp://127.0.0.1:{port_b}/test"
+    out_a, out_b = os.path.join(tmp, "down-a.jsonl"), os.path.join(tmp, "down-b.jsonl")
+    report = os.path.join(tmp, "down.json")
+    cams = (f"source name=cam_a location={url_a} timeout=1000 ! decode ! b. "
+            f"source name=cam_b location={url_b} rtsp-transport=tcp timeout=3000 retry-delay=200 ! decode ! b. "
+            f"batch name=b ! unbatch name=u  u. ! metasink location={out_a}  u. ! metasink location={out_b}")
+    sender, server = Sender(tmp, [port_a]), None
+    try:
+        sender.wait_sending()
+        run = Reel(reel, cams, out_a, ["--report-json", report])
+        wait_for("camera b's second attempt", lambda: "(attempt 2 of unlimited)" in run.stderr()
+                 or run.proc.poll() is not None, 30)
+        wait_for("frames from camera a", lambda: run.lines() >= FPS or run.proc.poll() is not None, 30)
+        if run.proc.poll() is not None:
+            fail(f"the run ended with camera b down: {run.stderr()}")
+        if read(out_b):
+            fail(f"camera b wrote frames before its server was up: {read(out_b)[:200]}")
+        server = Server(python, port_b, "--protocols", "tcp")
+        wait_for("camera b's frames", lambda: read(out_b).count("\n") >= FPS or run.proc.poll() is not None, 60)
+        now = run.lines()
+        wait_for("more frames from camera a", lambda: run.lines() >= now + FPS or run.proc.poll() is not None, 30)
+        run.interrupt()
+        rc = run.wait(30)
+    finally:
+        sender.stop()
+        if server:
+            server.kill()
+    err = run.stderr()
+    if rc != 0:
+        fail(f"reel run exited {rc}, wanted 0 (interrupted): {err}")
+    if "Connection refused" not in err or f"opened '{url_b}'" not in err or "its stream joins the run" not in err:
+        fail(f"the warnings do not say camera b was refused and then joined: {err}")
+    check_spacing(frames(out_a), "camera a, camera b down")
+    check_spacing(frames(out_b), "camera b, once up")
+    els = report_elements(report)
+    b = els["cam_b"].get("input")
+    if not b or b["state"] != "live" or b["reconnects"] < 2 or "waiting" in els["cam_b"]:
+        fail(f"camera b's input in the report: {els['cam_b']}")
+
+    # Both down: nothing would run.
+    port_c = free_port(socket.SOCK_STREAM)
+    out = os.path.join(tmp, "none.jsonl")
+    run = Reel(reel, f"source name=cam_a location=rtsp://127.0.0.1:{port_b}/test rtsp-transport=tcp ! decode ! b. "
+                     f"source name=cam_c location=rtsp://127.0.0.1:{port_c}/test rtsp-transport=tcp ! decode ! b. "
+                     f"batch name=b ! unbatch name=u  u. ! metasink location={out}  u. ! fakesink", out)
+    rc = run.wait(30)
+    err = run.stderr()
+    want = "'cam_a', 'cam_c' cannot be opened, and the rest cannot run without them: no other source would run"
+    if rc == 0 or want not in err:
+        fail(f"every camera down: exit {rc}, wanted an error saying \"{want}\": {err}")
+    print(f"camera b down at the start: camera a {len(frames(out_a))} frames; b joined after "
+          f"{b['reconnects']} attempts, {len(frames(out_b))} frames")
 
 
 def case_rtsp(reel, tmp, transport):
@@ -772,6 +839,8 @@ def main():
             case_http(reel, tmp)
         elif case == "on-failure":
             case_on_failure(reel, tmp)
+        elif case == "down-at-start":
+            case_down_at_start(reel, tmp)
         elif case == "stats":
             case_stats(reel, tmp)
         else:

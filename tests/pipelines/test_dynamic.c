@@ -4,7 +4,9 @@
 // line per frame; cameras come and go beside them. The static streams must
 // get every frame their source made, in order, exactly once; the added
 // stream's frames reach its own sink and its sink finalizes when it goes.
-// Errors leave the run going. Every wait is for an event, with a deadline.
+// Errors leave the run going. A source whose input is not there at the
+// start waits aside and joins once it is. Every wait is for an event, with
+// a deadline.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,6 +257,95 @@ static void test_before_start(void **state)
     reel_pipeline_destroy(&p);
 }
 
+static const reel_element_report *find(const reel_element_report *r, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(r[i].name, name) == 0)
+            return &r[i];
+    fail_msg("'%s' is not in the report", name);
+    return NULL;
+}
+
+// Whether `name` is in the report waiting, in input state `state`.
+static bool waits_in(reel_pipeline *p, const char *name, const char *state)
+{
+    reel_element_report r[64];
+    reel_pipeline_lock_graph(p);
+    int n = reel_pipeline_report(p, r, 64);
+    const reel_element_report *e = find(r, MIN(n, 64), name);
+    bool yes = e->waiting && strcmp(e->input_state, state) == 0;
+    reel_pipeline_unlock_graph(p);
+    return yes;
+}
+
+static void wait_state(reel_pipeline *p, const char *name, const char *state)
+{
+    int64_t until = g_get_monotonic_time() + DEADLINE_US;
+    while (!waits_in(p, name, state)) {
+        if (g_get_monotonic_time() > until)
+            fail_msg("'%s' is not waiting in state '%s'", name, state);
+        g_usleep(2000);
+    }
+}
+
+// A live input not there at the start: the two static streams run, the
+// source tries again and its branch joins once the file appears; another
+// with on-failure=drop gives up and never joins. Both are in the report.
+static void test_waiting_at_start(void **state)
+{
+    (void)state;
+    char *part = path_of("late.part.mkv"), *late = path_of("late.mkv"), *k0 = path_of("k0.txt"),
+         *k1 = path_of("k1.txt"), *k2 = path_of("k2.txt");
+    GError *err = NULL;
+    char *text = g_strdup_printf("testsrc num-buffers=30 width=32 height=24 ! encode ! sink location=%s", part);
+    reel_pipeline *clip = reel_parse_launch(text, NULL, reel_pipeline_params(.stats_interval_ms = -1), &err);
+    assert_non_null(clip);
+    assert_int_equal(reel_pipeline_run(clip, &err), 0);
+    reel_pipeline_destroy(&clip);
+    g_free(text);
+
+    text = g_strdup_printf("testsrc name=s0 " FRAME " ! b.\n"
+                           "testsrc name=s1 pattern=noise " FRAME " ! b.\n"
+                           "source name=late live=true retry-delay=20 on-failure=drop retry-max=100000 "
+                           "location=%s ! decode ! b.\n"
+                           "source name=gone live=true retry-delay=1 on-failure=drop retry-max=2 "
+                           "location=/nonexistent/gone.mkv ! decode ! b.\n"
+                           "batch name=b ! identity ! unbatch name=u\n"
+                           "u. ! queue ! fakesink name=k0 location=%s\n"
+                           "u. ! queue ! fakesink name=k1 location=%s\n"
+                           "u. ! queue ! fakesink name=k2 location=%s\n"
+                           "u. ! fakesink name=k3\n",
+                           late, k0, k1, k2);
+    reel_pipeline *p = reel_parse_launch(
+        text, NULL, reel_pipeline_params(.threads = 2, .queue_size = 4, .stats_interval_ms = -1), &err);
+    if (!p)
+        fail_msg("%s", err->message);
+    reel_test_start(p);
+    wait_state(p, "late", "connecting");
+    wait_state(p, "gone", "ended"); // gave up after two attempts
+    wait_frames(p, "k0", 30);
+    assert_int_equal(count(p, "k2", false), 0);
+    assert_int_equal(g_rename(part, late), 0);
+    wait_frames(p, "k2", 30); // the clip's frames, through the batch to its own sink
+    assert_false(waits_in(p, "late", "live") || waits_in(p, "late", "connecting"));
+    wait_frames(p, "k1", count(p, "k1", false) + 20);
+    end_and_check(p);
+    assert_int_equal(count(p, "k3", false), 0);
+    assert_true(waits_in(p, "gone", "ended"));
+    char *json = reel_pipeline_report_json(p);
+    assert_non_null(strstr(json, "\"name\": \"gone\""));
+    assert_non_null(strstr(json, "\"waiting\": true"));
+    g_free(json);
+    reel_pipeline_destroy(&p);
+    g_unlink(late);
+    g_free(text);
+    g_free(part);
+    g_free(late);
+    g_free(k0);
+    g_free(k1);
+    g_free(k2);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -284,6 +375,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_many_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_before_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiting_at_start, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
