@@ -31,6 +31,7 @@ typedef struct live_status {
     reel_pipeline *pipeline;
     bool live;                     // some source runs in live mode
     int64_t *last_frames;          // per element, at the last line
+    int n_last_frames;
     int64_t last_us;
 } live_status;
 
@@ -89,12 +90,16 @@ static int64_t drops_upstream(const reel_element *e)
 // One status line from the report: "name 25.0 fps 0 dropped p95 12.3 ms | ...".
 static char *live_status_text(live_status *st)
 {
+    reel_pipeline_lock_graph(st->pipeline); // a camera waiting at the start may join meanwhile
     int n = reel_pipeline_report(st->pipeline, NULL, 0);
-    reel_element_report *r = g_new0(reel_element_report, n);
+    reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
     reel_pipeline_report(st->pipeline, r, n);
-    reel_element *const *els = reel_pipeline_elements(st->pipeline);
-    if (!st->last_frames)
-        st->last_frames = g_new0(int64_t, n);
+    if (n > st->n_last_frames) { // elements joined: their count starts now
+        st->last_frames = g_renew(int64_t, st->last_frames, n);
+        for (int i = st->n_last_frames; i < n; i++)
+            st->last_frames[i] = r[i].buffers_in;
+        st->n_last_frames = n;
+    }
     int64_t now = g_get_monotonic_time();
     double secs = st->last_us ? (now - st->last_us) / 1e6 : 0.0;
     GString *s = g_string_new(NULL);
@@ -107,9 +112,10 @@ static char *live_status_text(live_status *st)
             continue;
         double fps = secs > 0 ? (r[i].buffers_in - st->last_frames[i]) / secs : 0.0;
         g_string_append_printf(s, "%s%s %.1f fps %" G_GINT64_FORMAT " dropped p95 %.1f ms", s->len ? " | " : "",
-                               r[i].name, fps, drops_upstream(els[i]), r[i].latency_p95_ms);
+                               r[i].name, fps, drops_upstream(r[i].element), r[i].latency_p95_ms);
         st->last_frames[i] = r[i].buffers_in;
     }
+    reel_pipeline_unlock_graph(st->pipeline);
     st->last_us = now;
     g_free(r);
     return g_string_free(s, FALSE);
@@ -280,15 +286,15 @@ static char *read_description(const run_opts *o, char **words, char **origin)
 
 // Under an element's row: a sink's latency, and drops per input where
 // several inputs dropped.
-static void print_report_details(reel_pipeline *p, int i, const reel_element_report *r)
+static void print_report_details(const reel_element_report *r)
 {
     if (r->has_latency)
         fprintf(stderr, "%-16s   latency ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f  (%" G_GINT64_FORMAT " frames)\n",
                 "", r->latency_p50_ms, r->latency_p95_ms, r->latency_p99_ms, r->latency_max_ms, r->latency_frames);
     if (*r->input_state)
-        fprintf(stderr, "%-16s   input: %s for %.1f s, %" G_GINT64_FORMAT " reconnect attempts\n", "", r->input_state,
-                r->input_state_s, r->reconnects);
-    const reel_element *e = reel_pipeline_elements(p)[i];
+        fprintf(stderr, "%-16s   input: %s for %.1f s, %" G_GINT64_FORMAT " reconnect attempts%s\n", "", r->input_state,
+                r->input_state_s, r->reconnects, r->waiting ? "; its input never opened, its branch did not run" : "");
+    const reel_element *e = r->element;
     if (reel_element_n_inputs(e) < 2 || r->dropped == 0)
         return;
     fprintf(stderr, "%-16s   dropped per input:", "");
@@ -312,7 +318,7 @@ static void print_report(reel_pipeline *p)
                 r[i].busy_ns / 1e6, r[i].dropped, r[i].bytes_to_device, r[i].bytes_to_host);
         if (*r[i].reason)
             fprintf(stderr, "%-16s   %s\n", "", r[i].reason);
-        print_report_details(p, i, &r[i]);
+        print_report_details(&r[i]);
     }
     g_free(r);
 }
