@@ -158,7 +158,7 @@ static int unbatch_process(reel_element *e, int pad, reel_buffer *buf)
 const reel_element_class reel_unbatch_class = {
     .name = "unbatch",
     .description = "Routes frames to output k by their stream id k: one branch per stream after batch",
-    .flags = REEL_CLASS_PASSTHROUGH,
+    .flags = REEL_CLASS_PASSTHROUGH | REEL_CLASS_ROUTES_STREAMS,
     .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // frames pass untouched, in any memory
     .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = REEL_PADS_ANY,

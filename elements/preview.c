@@ -1,6 +1,7 @@
 // preview: keeps the last frame that reached it, and makes a JPEG of it
-// when asked (reel_element_snapshot: `reel serve`'s previews). Taking a
-// frame is swapping a reference, so a preview never slows the pipeline;
+// when asked (reel_element_snapshot: `reel serve`'s previews); linked on,
+// it passes every frame through (`preview ! metasink`). Taking a frame is
+// swapping a reference, so a preview never slows the pipeline;
 // the scaling and encoding happen only for someone watching, on their
 // thread, at their rate.
 #include "elements/av_common.h"
@@ -40,12 +41,13 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
 {
     (void)pad;
     preview_priv *s = reel_element_priv(e);
+    bool on = reel_element_n_outputs(e) > 0;
     g_mutex_lock(&s->lock);
     reel_buffer *old = s->last;
-    s->last = buf;
+    s->last = on ? reel_buffer_ref(buf) : buf;
     g_mutex_unlock(&s->lock);
     reel_buffer_unref(&old);
-    return 0;
+    return on ? reel_element_push(e, 0, buf) : 0;
 }
 
 static void stop(reel_element *e)
@@ -133,11 +135,13 @@ static int snapshot(reel_element *e, int max_width, GBytes **jpeg, GError **erro
 
 const reel_element_class reel_preview_class = {
     .name = "preview",
-    .description = "Keeps the last frame for previews (reel serve shows it as JPEG or MJPEG); never slows the pipeline",
+    .description = "Keeps the last frame for previews (reel serve shows it as JPEG or MJPEG), passing frames on "
+                   "when linked on; never slows the pipeline",
+    .flags = REEL_CLASS_PASSTHROUGH,
     .priv_size = sizeof(preview_priv),
     .min_inputs = 1, .max_inputs = 1,
-    .min_outputs = 0, .max_outputs = 0,
-    .input_caps = "video/raw,memory=host",
+    .min_outputs = 0, .max_outputs = 1,
+    .input_caps = "video/raw,memory=host", .output_caps = "video/raw,memory=host",
     .init = init,
     .uninit = uninit,
     .process = process,

@@ -26,7 +26,26 @@ static void fill_latency(const reel_element *e, reel_element_report *r)
     r->latency_max_ms = atomic_load(&h->max_ns) / 1e6;
 }
 
-static reel_element_report report_of(reel_pipeline *p, reel_element *e)
+// See reel_element_report.stream; `memo` (element -> stream + 2) keeps
+// the walk up a graph of diamonds linear.
+static int stream_of(const reel_element *e, GHashTable *memo)
+{
+    gpointer known = g_hash_table_lookup(memo, e);
+    if (known)
+        return GPOINTER_TO_INT(known) - 2;
+    int stream = -2;
+    if (e->inputs->len == 0)
+        stream = e->waiting ? e->stream_id_request : e->pipeline->start_us ? e->stream_id : -1;
+    for (guint k = 0; k < e->inputs->len && stream != -1; k++) {
+        const reel_link *l = e->inputs->pdata[k];
+        int s = l->src->klass->flags & REEL_CLASS_ROUTES_STREAMS ? l->stream : stream_of(l->src, memo);
+        stream = s < 0 || (stream != -2 && s != stream) ? -1 : s;
+    }
+    g_hash_table_insert(memo, (gpointer)e, GINT_TO_POINTER(stream + 2));
+    return stream;
+}
+
+static reel_element_report report_of(reel_pipeline *p, reel_element *e, GHashTable *memo)
 {
     int64_t dropped = 0;
     for (guint k = 0; k < e->inputs->len; k++)
@@ -44,6 +63,7 @@ static reel_element_report report_of(reel_pipeline *p, reel_element *e)
         .bytes_to_device = e->xfer.to_device,
         .bytes_to_host = e->xfer.to_host,
         .element = e,
+        .stream = stream_of(e, memo),
         .waiting = e->waiting,
     };
     fill_latency(e, &r);
@@ -57,15 +77,17 @@ static reel_element_report report_of(reel_pipeline *p, reel_element *e)
 int reel_pipeline_report(reel_pipeline *p, reel_element_report *out, int n)
 {
     int count = (int)p->elements->len - 1;
+    GHashTable *memo = g_hash_table_new(NULL, NULL);
     for (int i = 0; i < count && i < n; i++)
-        out[i] = report_of(p, p->elements->pdata[i]);
+        out[i] = report_of(p, p->elements->pdata[i], memo);
     guint w = reel_waiting_sources(p, NULL, 0);
     reel_element **waiting = g_new(reel_element *, MAX(w, 1));
     reel_waiting_sources(p, waiting, w);
     for (guint i = 0; i < w; i++, count++)
         if (count < n)
-            out[count] = report_of(p, waiting[i]);
+            out[count] = report_of(p, waiting[i], memo);
     g_free(waiting);
+    g_hash_table_destroy(memo);
     return count;
 }
 
@@ -98,6 +120,8 @@ static void append_inputs_and_latency(GString *s, const reel_element *e, const r
     if (*r->input_state)
         g_string_append_printf(s, ", \"input\": {\"state\": \"%s\", \"for_s\": %.3f, \"reconnects\": %" G_GINT64_FORMAT
                                "}", r->input_state, r->input_state_s, r->reconnects);
+    if (r->stream >= 0)
+        g_string_append_printf(s, ", \"stream\": %d", r->stream);
     if (r->waiting)
         g_string_append(s, ", \"waiting\": true");
     g_string_append_c(s, '}');

@@ -410,6 +410,60 @@ static void get_preview(serve_http *h, SoupServerMessage *msg, const char *id, c
     soup_server_message_pause(msg);
 }
 
+// The `preview` element on a stream's own branch (where the report says
+// it carries that stream alone), for /pipelines/ID/streams/SID/...
+typedef struct stream_view {
+    int stream;
+    char *element;
+    const char *why; // when there is none
+} stream_view;
+
+static void view_running(reel_pipeline *p, void *data)
+{
+    stream_view *v = data;
+    if (!p) {
+        v->why = "the pipeline is not running";
+        return;
+    }
+    reel_pipeline_lock_graph(p);
+    int n = reel_pipeline_report(p, NULL, 0);
+    reel_element_report *r = g_new0(reel_element_report, MAX(n, 1));
+    reel_pipeline_report(p, r, n);
+    for (int i = 0; i < n && !v->element; i++)
+        if (r[i].stream == v->stream && strcmp(r[i].klass, "preview") == 0)
+            v->element = g_strdup(r[i].name);
+    reel_pipeline_unlock_graph(p);
+    g_free(r);
+    if (!v->element)
+        v->why = "no preview element carries this stream alone (put one on its branch, as u. ! overlay ! preview)";
+}
+
+static void view_one(serve_hosted *h, void *data)
+{
+    stream_view *v = data;
+    if (!h)
+        v->why = "no such pipeline";
+    else
+        serve_hosted_with_pipeline(h, view_running, v);
+}
+
+static void get_stream_view(serve_http *h, SoupServerMessage *msg, const char *id, const char *sid, bool mjpeg,
+                            GHashTable *query)
+{
+    char *end = NULL;
+    gint64 stream = g_ascii_strtoll(sid, &end, 10);
+    stream_view v = { .stream = (int)stream, .why = "no such stream" };
+    if (*sid && !*end && stream >= 0 && stream <= G_MAXINT)
+        serve_service_with(h->service, id, view_one, &v);
+    if (!v.element)
+        answer_error(msg, 404, v.why);
+    else if (mjpeg)
+        get_preview(h, msg, id, v.element, query);
+    else
+        get_snapshot(h, msg, id, v.element, query);
+    g_free(v.element);
+}
+
 // A DELETE's pipeline has stopped, its outputs finalized.
 static void deleted(gpointer data)
 {
@@ -610,6 +664,9 @@ static void route(SoupServer *server, SoupServerMessage *msg, const char *path, 
     } else if (n == 5 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "elements") == 0 && get
                && strcmp(parts[4], "preview.mjpeg") == 0) {
         get_preview(h, msg, parts[1], parts[3], query);
+    } else if (n == 5 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0 && get
+               && (strcmp(parts[4], "preview.mjpeg") == 0 || strcmp(parts[4], "snapshot.jpg") == 0)) {
+        get_stream_view(h, msg, parts[1], parts[3], strcmp(parts[4], "preview.mjpeg") == 0, query);
     } else if (n == 3 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0 && get) {
         serve_service_with(h->service, parts[1], list_streams, &r);
     } else if (n == 3 && strcmp(parts[0], "pipelines") == 0 && strcmp(parts[2], "streams") == 0

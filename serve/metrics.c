@@ -41,6 +41,7 @@ static const double latency_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 
 typedef struct collect {
     GString *out[M_COUNT];
     const char *pipeline;
+    char stream[16];          // the element's stream, "" where streams mix
     GHashTable *device_bytes; // device spec -> bytes held (gint64 *), once per device
 } collect;
 
@@ -57,14 +58,16 @@ static void label_value(GString *s, const char *v)
     }
 }
 
-// NAME{pipeline="...",KEY="VALUE"...} VALUE: labels as key, value pairs,
-// NULL-terminated.
+// NAME{pipeline="...",stream="N",KEY="VALUE"...} VALUE (stream where the
+// element carries one): labels as key, value pairs, NULL-terminated.
 static void sample(collect *c, family_id f, const char *suffix, double value, ...)
 {
     GString *s = c->out[f];
     g_string_append_printf(s, "%s%s{pipeline=\"", families[f].name, suffix ? suffix : "");
     label_value(s, c->pipeline);
     g_string_append_c(s, '"');
+    if (*c->stream)
+        g_string_append_printf(s, ",stream=\"%s\"", c->stream);
     va_list ap;
     va_start(ap, value);
     for (const char *k; (k = va_arg(ap, const char *));) {
@@ -103,6 +106,10 @@ static void elements(reel_pipeline *p, void *data)
     reel_pipeline_report(p, r, n);
     for (int i = 0; i < n; i++) {
         const char *name = r[i].name;
+        if (r[i].stream >= 0)
+            g_snprintf(c->stream, sizeof c->stream, "%d", r[i].stream);
+        else
+            *c->stream = '\0';
         sample(c, M_BUFFERS_IN, NULL, (double)r[i].buffers_in, "element", name, "class", r[i].klass, "device",
                r[i].device, NULL);
         sample(c, M_BUFFERS_OUT, NULL, (double)r[i].buffers_out, "element", name, "class", r[i].klass, "device",
@@ -143,6 +150,7 @@ static void elements(reel_pipeline *p, void *data)
             sample(c, M_RECONNECTS, NULL, (double)r[i].reconnects, "element", name, NULL);
         }
     }
+    *c->stream = '\0';
     reel_pipeline_unlock_graph(p);
     g_free(r);
 }

@@ -106,6 +106,9 @@ enum {
     // Caps pass through unchanged: what downstream wants is what this element
     // wants upstream, and its outputs carry its input format.
     REEL_CLASS_PASSTHROUGH = 1 << 1,
+    // Each output carries one stream, chosen by the frames' stream ids
+    // (unbatch): reports attribute what follows it to that stream.
+    REEL_CLASS_ROUTES_STREAMS = 1 << 2,
 };
 
 // Kinds of device an element class can run on.

@@ -153,6 +153,10 @@ typedef struct reel_element_report {
     double input_state_s;   // seconds in that state
     int64_t reconnects;     // reconnect attempts this run
     reel_element *element;
+    // The stream whose frames alone pass through the element (its source's
+    // stream id, or an unbatch output's), -1 where streams mix (batch,
+    // funnel and what follows them) or before the first run.
+    int stream;
     // A source whose input was not there at the start, waiting out of the
     // graph (its branch joins the run once the input opens).
     bool waiting;
@@ -183,7 +187,8 @@ REEL_API int64_t reel_pipeline_wall_us(reel_pipeline *p);
 // "busy_ms", "dropped", "dropped_per_input": [n, ...], "bytes_to_device",
 // "bytes_to_host", for sinks "latency": {"frames", "p50_ms", "p95_ms",
 // "p99_ms", "max_ms"}, for sources that say "input": {"state", "for_s",
-// "reconnects"}, for waiting sources "waiting": true}, ...], "memory": {"rss_bytes", "rss_peak_bytes",
+// "reconnects"}, "stream" where it carries one stream alone, for waiting
+// sources "waiting": true}, ...], "memory": {"rss_bytes", "rss_peak_bytes",
 // "buffers_live", "pools_open", "pool_buffers_allocated",
 // "pool_buffers_outstanding"}} (process-wide, when the report is written).
 // Written whole or not at all. Returns 0 or REEL_EIO.

@@ -249,20 +249,26 @@ def case_metrics(reel, tmp):
         s.expect("POST", "/pipelines", 201, {"description": "testsrc is-live=true ! video/raw,format=rgb24,width=32,"
                                              f"height=32 ! preprocess ! infer model={model} ! fakesink", "id": "inf"},
                  token=TOKEN)
-        for pid in ("cam", "inf"):
+        s.expect("POST", "/pipelines", 201, {"description": f"{LIVE} ! b.  {LIVE} ! b.  batch name=b ! unbatch name=u  "
+                                             "u. ! fakesink name=k0  u. ! fakesink name=k1", "id": "two"}, token=TOKEN)
+        for pid in ("cam", "inf", "two"):
             wait_for("frames", lambda: sink_frames(s.expect("GET", f"/pipelines/{pid}", 200, token=TOKEN)) > 10, 30)
         text = s.expect("GET", "/metrics", 200, token=TOKEN)
         check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
         if check.returncode != 0:
             fail(f"promtool check metrics: {check.stdout}{check.stderr}\n{text}")
-        for series in ('reel_frames_total{pipeline="cam",element="fakesink0"}',
-                       'reel_latency_seconds_bucket{pipeline="cam",element="fakesink0",le="+Inf"}',
+        for series in ('reel_frames_total{pipeline="cam",stream="0",element="fakesink0"}',
+                       'reel_latency_seconds_bucket{pipeline="cam",stream="0",element="fakesink0",le="+Inf"}',
+                       # Per stream where an element carries one; none where the batch mixes them.
+                       'reel_frames_total{pipeline="two",stream="1",element="k1"}',
+                       'reel_element_buffers_in_total{pipeline="two",stream="0",element="testsrc0",',
+                       'reel_element_buffers_in_total{pipeline="two",element="b",',
                        'reel_pipeline_up{pipeline="cam"} 1', "reel_process_resident_memory_bytes",
                        'reel_device_memory_bytes{device="cpu"}'):
             if series not in text:
                 fail(f"no {series} in: {text}")
-        m = re.search(r'^reel_inference_seconds_total\{pipeline="inf",element="infer0",model="([^"]*)",device="cpu"\} '
-                      r'(\S+)$', text, re.M)
+        m = re.search(r'^reel_inference_seconds_total\{pipeline="inf",stream="0",element="infer0",model="([^"]*)",'
+                      r'device="cpu"\} (\S+)$', text, re.M)
         if not m or m.group(1) != model or float(m.group(2)) <= 0:
             fail(f"no inference time for the model: {m and m.groups()}")
         # A real Prometheus, scraping with the token.
@@ -524,7 +530,7 @@ def jsonl_frames(path):
 def batched(tmp, extra=""):
     """Two test cameras through one batch, and a template for more."""
     template = (f"source location={{url}} stream-id={{stream}} ! decode ! convert ! {CAM} ! b.  "
-                f"u. ! queue ! metasink location={tmp}/cam-{{stream}}.jsonl")
+                f"u. ! queue ! preview ! metasink location={tmp}/cam-{{stream}}.jsonl")
     return (f'stream-template="{template}"\n'
             f"testsrc is-live=true framerate=30 ! {CAM} ! b.\n"
             f"testsrc is-live=true framerate=30 pattern=noise ! {CAM} ! b.\n"
@@ -555,6 +561,16 @@ def case_streams(reel, tmp):
         if [st["id"] for st in listed] != ["2", "3"] or listed[0]["values"] != {"url": url}:
             fail(f"GET streams: {listed}")
         wait_for("the added cameras' frames", lambda: lines(2) > 30 and lines(3) > 30, 60)
+        # Each added stream's own picture, found by its stream id.
+        for sid in ("2", "3"):
+            parts = mjpeg_parts(s.port, f"/pipelines/cams/streams/{sid}/preview.mjpeg?fps=10&width=80", 1)
+            if not parts or any(jpeg_size(p) != (80, 60) for p in parts):
+                fail(f"stream {sid}'s preview.mjpeg: {len(parts)} parts, sizes {[jpeg_size(p) for p in parts][:3]}")
+        err = s.expect("GET", "/pipelines/cams/streams/0/snapshot.jpg", 404)
+        if "no preview element carries this stream" not in err["error"]:
+            fail(f"a snapshot of a stream without a preview: {err}")
+        s.expect("GET", "/pipelines/cams/streams/x/preview.mjpeg", 404)
+        s.expect("GET", "/pipelines/ghost/streams/2/snapshot.jpg", 404)
         report = {e["name"]: e for e in s.expect("GET", "/pipelines/cams", 200)["report"]["elements"]}
         if not all(name in report for name in listed[0]["elements"]):
             fail(f"stream 2's elements {listed[0]['elements']} are not in the report {sorted(report)}")
