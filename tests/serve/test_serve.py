@@ -57,7 +57,7 @@ class Serve:
             env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen([reel, "serve", "--listen", listen, *args], stdout=subprocess.DEVNULL,
-                                         stderr=err, env=env)
+                                         stderr=err, env=env, cwd=tmp)
         m = wait_for("reel serve to listen", lambda: re.search(r"\(port (\d+)\)", read(self.log))
                      or self.proc.poll() is not None, 30)
         if self.proc.poll() is not None:
@@ -361,13 +361,24 @@ def case_sigterm(reel, tmp):
 
 def case_samples(reel, tmp):
     """samples/serve, as a user copies it: the test pattern runs; the camera
-    (no camera here) shows why it does not, and does not stop the other."""
+    (no camera here) shows why it does not, and does not stop the others;
+    cameras takes a stream (a clip) through its template, with a picture."""
     conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "serve")
     s = Serve(reel, tmp, "--config", conf)
     try:
         ids = sorted(p["id"] for p in s.expect("GET", "/pipelines", 200)["pipelines"])
-        if ids != ["camera", "test-pattern"]:
+        if ids != ["camera", "cameras", "test-pattern"]:
             fail(f"samples/serve started {ids}: {read(s.log)}")
+        clip = os.path.join(tmp, "clip.mp4")
+        subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-t", "4",
+                        "-pix_fmt", "yuv420p", clip], check=True)
+        wait_for("cameras running", lambda: s.expect("GET", "/pipelines/cameras", 200)["state"] == "running", 30)
+        added = s.expect("POST", "/pipelines/cameras/streams", 201, {"url": clip})
+        out = f"{tmp}/cameras-{added['id']}.jsonl"
+        wait_for("the clip's frames", lambda: os.path.exists(out) and len(jsonl_frames(out)) >= 100, 30)
+        for sid in ("0", added["id"]):
+            if not mjpeg_parts(s.port, f"/pipelines/cameras/streams/{sid}/preview.mjpeg?fps=10&width=64", 1):
+                fail(f"no picture of cameras' stream {sid}")
         wait_for("the test pattern's frames", lambda: sink_frames(s.expect("GET", "/pipelines/test-pattern", 200))
                  > 10, 30)
         camera = wait_for("the camera's error", lambda: (lambda a: a["error"] and a)(
