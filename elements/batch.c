@@ -73,11 +73,32 @@ static int64_t group_deadline(const batch_priv *s)
     return s->group_since + (int64_t)s->max_wait_ms * 1000;
 }
 
+// Whether the held group has a frame of `stream` already.
+static bool holds_stream(const batch_priv *s, int stream)
+{
+    for (guint i = 0; i < s->group->len; i++)
+        if (((const reel_buffer *)s->group->pdata[i])->stream_id == stream)
+            return true;
+    return false;
+}
+
 static int batch_process(reel_element *e, int pad, reel_buffer *buf)
 {
     (void)pad;
     batch_priv *s = reel_element_priv(e);
     int size = s->size ? s->size : reel_element_n_inputs(e);
+    // One frame per stream per group (size 0): a stream's next frame means
+    // its turn came round, and the group goes on without waiting for the
+    // rest. Without this a group once straddling two turns (a camera
+    // joined at another phase, or stalled) would keep every later group a
+    // turn late.
+    if (!s->size && holds_stream(s, buf->stream_id)) {
+        int rc = release(e);
+        if (rc < 0) {
+            reel_buffer_unref(&buf);
+            return rc;
+        }
+    }
     int64_t now = g_get_monotonic_time();
     if (s->group->len == 0) {
         s->group_since = now;

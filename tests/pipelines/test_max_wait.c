@@ -1,4 +1,5 @@
-// max-wait-ms on `batch` and on `infer batch=N`: a partial group (batch) or
+// max-wait-ms on `batch` and on `infer batch=N`, and batch's one frame per
+// stream in a group: a partial group (batch) or
 // a partial batch (infer) goes on, before end of stream, once its first
 // frame has waited max-wait-ms, even when no further frame comes (the
 // element's deadline fires). The application pushes through appsrc and
@@ -118,6 +119,39 @@ static void test_batch_releases_a_full_group(void **state)
     reel_pipeline_destroy(&p);
 }
 
+// A group (size 0: one per input) holds one frame per stream: a stream's
+// next frame sends the group on without the others', so a camera that is
+// late or gone never keeps the rest waiting longer than a turn.
+static void test_batch_one_frame_per_stream(void **state)
+{
+    (void)state;
+    reel_pipeline *p = start("appsrc name=a caps=" CAPS " ! b.  appsrc name=c caps=" CAPS " ! b.  "
+                             "batch name=b ! appsink name=out");
+    reel_element *a = reel_pipeline_find(p, "a"), *c = reel_pipeline_find(p, "c"), *out = reel_pipeline_find(p, "out");
+    push(a, 0);
+    push(a, 1); // stream 0's turn came round: frame 0 goes on alone
+    reel_buffer *b = pull(out);
+    assert_int_equal(b->stream_id, 0);
+    assert_int_equal(b->frame_number, 0);
+    reel_buffer_unref(&b);
+    assert_null(reel_appsink_pull(out, 200 * 1000)); // frame 1 waits for stream 1
+    push(c, 0);
+    int streams[2];
+    for (int i = 0; i < 2; i++) {
+        b = pull(out);
+        streams[i] = b->stream_id;
+        reel_buffer_unref(&b);
+    }
+    assert_int_equal(streams[0], 0);
+    assert_int_equal(streams[1], 1);
+    reel_appsrc_end(a);
+    reel_appsrc_end(c);
+    GError *err = NULL;
+    if (reel_pipeline_wait(p, &err) != 0)
+        fail_msg("%s", err->message);
+    reel_pipeline_destroy(&p);
+}
+
 // The output of the first (the only) inference of frame b.
 static const reel_buffer *output_of(const reel_buffer *b)
 {
@@ -172,6 +206,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_releases_a_partial_group),
         cmocka_unit_test(test_batch_releases_a_full_group),
+        cmocka_unit_test(test_batch_one_frame_per_stream),
         cmocka_unit_test(test_infer_runs_a_partial_batch),
     };
     return reel_run_tests(tests, NULL, NULL);
