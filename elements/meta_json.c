@@ -74,6 +74,84 @@ static void json_classification(GString *out, const reel_classification *c)
     g_string_append_c(out, '}');
 }
 
+static void json_class_fields(GString *out, int class_id, const char label[REEL_LABEL_MAX])
+{
+    if (class_id >= 0)
+        g_string_append_printf(out, "\"class\": %d, ", class_id);
+    if (label[0]) {
+        char *text = reel_meta_label_text(label);
+        g_string_append(out, "\"label\": ");
+        reel_json_string(out, text);
+        g_string_append(out, ", ");
+        g_free(text);
+    }
+}
+
+static void json_counts(GString *out, const reel_region_count *c)
+{
+    if (c->line)
+        g_string_append_printf(out, "\"in\": %" G_GINT64_FORMAT ", \"out\": %" G_GINT64_FORMAT, (gint64)c->in,
+                               (gint64)c->out);
+    else
+        g_string_append_printf(out, "\"occupancy\": %d, \"entered\": %" G_GINT64_FORMAT ", \"left\": %" G_GINT64_FORMAT,
+                               c->occupancy, (gint64)c->in, (gint64)c->out);
+}
+
+// "zones" or "lines": per region its total and "classes", one per class
+// seen (the metadata lists each region's total first, then its classes).
+static void json_regions(GString *out, const reel_analytics *a, bool line)
+{
+    g_string_append_printf(out, ", \"%s\": [", line ? "lines" : "zones");
+    const char *region = NULL;
+    for (int i = 0; i < a->n_counts; i++) {
+        const reel_region_count *c = &a->counts[i];
+        if (c->line != line)
+            continue;
+        if (!region || strncmp(region, c->region, REEL_LABEL_MAX) != 0) { // the next region's total
+            g_string_append(out, region ? "]}, {\"name\": " : "{\"name\": ");
+            char *name = reel_meta_label_text(c->region);
+            reel_json_string(out, name);
+            g_free(name);
+            g_string_append(out, ", ");
+            json_counts(out, c);
+            g_string_append(out, ", \"classes\": [");
+            region = c->region;
+            continue;
+        }
+        g_string_append(out, out->str[out->len - 1] == '[' ? "{" : ", {");
+        json_class_fields(out, c->class_id, c->label);
+        json_counts(out, c);
+        g_string_append_c(out, '}');
+    }
+    g_string_append(out, region ? "]}]" : "]");
+}
+
+static void json_events(GString *out, const reel_analytics *a)
+{
+    g_string_append(out, ", \"events\": [");
+    for (int i = 0; i < a->n_events; i++) {
+        const reel_region_event *ev = &a->events[i];
+        bool cross = ev->type == REEL_EVENT_CROSS;
+        g_string_append_printf(out, "%s{\"type\": \"%s\", \"%s\": ", i ? ", " : "", reel_region_event_name(ev->type),
+                               cross ? "line" : "zone");
+        char *name = reel_meta_label_text(ev->region);
+        reel_json_string(out, name);
+        g_free(name);
+        g_string_append_printf(out, ", \"track\": %" G_GINT64_FORMAT ", ", (gint64)ev->track_id);
+        json_class_fields(out, ev->class_id, ev->label);
+        if (cross) {
+            g_string_append_printf(out, "\"direction\": \"%s\"", ev->direction > 0 ? "in" : "out");
+        } else if (ev->type != REEL_EVENT_ENTER) {
+            g_string_append(out, "\"dwell\": ");
+            reel_meta_add_number(out, ev->dwell_s, "%.3f", "null");
+        }
+        if (out->str[out->len - 2] == ',') // the class fields' separator, nothing after it
+            g_string_truncate(out, out->len - 2);
+        g_string_append_c(out, '}');
+    }
+    g_string_append_c(out, ']');
+}
+
 void reel_meta_json_frame(GString *out, const reel_buffer *b, const reel_detections *dets,
                           const reel_classifications *cls)
 {
@@ -99,7 +177,14 @@ void reel_meta_json_frame(GString *out, const reel_buffer *b, const reel_detecti
         g_string_append(out, i ? ", " : "");
         json_classification(out, &cls->items[i]);
     }
-    g_string_append(out, "]}\n");
+    g_string_append_c(out, ']');
+    const reel_analytics *an = reel_buffer_get_meta(b, &reel_analytics_meta);
+    if (an) {
+        json_regions(out, an, false);
+        json_regions(out, an, true);
+        json_events(out, an);
+    }
+    g_string_append(out, "}\n");
 }
 
 void reel_meta_message(GString *out, const reel_buffer *b)

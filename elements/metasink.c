@@ -21,6 +21,15 @@
 //       "label":     string         (omitted when empty)
 //       "score":     number, 4 decimals
 //       "detection": int, index into "detections" (omitted for the whole frame)
+//   after a `zones` element (elements/zones.c), also:
+//   "zones":  array, per zone: "name", "occupancy", "entered", "left", and
+//             "classes": [{"class", "label", "occupancy", "entered", "left"}]
+//             (class and label omitted when none)
+//   "lines":  array, per line: "name", "in", "out", and "classes" the same way
+//   "events": array, this frame's, each: "type" ("enter", "leave", "loiter",
+//             "cross"), "zone" or "line" (its name), "track", "class",
+//             "label", "direction" ("in" or "out", for cross), "dwell"
+//             (seconds in the zone, 3 decimals, for leave and loiter)
 // A number that is not finite is written as null. Strings are JSON-escaped
 // and made valid UTF-8.
 //

@@ -158,3 +158,36 @@ static void *crop_copy(const void *data)
 }
 
 const reel_meta_type reel_crop_meta = { "crop", g_free, crop_copy };
+
+static size_t analytics_size(int n_counts, int n_events)
+{
+    return sizeof(reel_analytics) + (size_t)n_counts * sizeof(reel_region_count) +
+           (size_t)n_events * sizeof(reel_region_event);
+}
+
+reel_analytics *reel_analytics_new(int n_counts, int n_events)
+{
+    reel_analytics *a = g_malloc0(analytics_size(n_counts, n_events));
+    a->n_counts = n_counts;
+    a->n_events = n_events;
+    a->counts = (reel_region_count *)(a + 1);
+    a->events = (reel_region_event *)(a->counts + n_counts);
+    return a;
+}
+
+static void *analytics_copy(const void *data)
+{
+    const reel_analytics *a = data;
+    reel_analytics *c = reel_analytics_new(a->n_counts, a->n_events);
+    memcpy(c->counts, a->counts, (size_t)a->n_counts * sizeof *a->counts);
+    memcpy(c->events, a->events, (size_t)a->n_events * sizeof *a->events);
+    return c;
+}
+
+const reel_meta_type reel_analytics_meta = { "analytics", g_free, analytics_copy };
+
+const char *reel_region_event_name(reel_region_event_type type)
+{
+    static const char *const names[] = { "enter", "leave", "loiter", "cross" };
+    return (unsigned)type < G_N_ELEMENTS(names) ? names[type] : "unknown";
+}

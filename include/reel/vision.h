@@ -101,4 +101,44 @@ typedef struct reel_classifications {
 REEL_API extern const reel_meta_type reel_classifications_meta;
 REEL_API reel_classifications *reel_classifications_new(int n);
 
+// What `zones` found in a frame: per zone and line of its stream the
+// counts so far (one entry for every class together, class_id -1, then one
+// per class seen), and the events this frame brought.
+typedef enum reel_region_event_type {
+    REEL_EVENT_ENTER,   // a track's anchor came into a zone (after `inertia` frames inside)
+    REEL_EVENT_LEAVE,   // ... and left it (after `inertia` frames outside, or lost)
+    REEL_EVENT_LOITER,  // in a zone `loiter` seconds, once per visit
+    REEL_EVENT_CROSS,   // a track's anchor crossed a line
+} reel_region_event_type;
+
+typedef struct reel_region_event {
+    reel_region_event_type type;
+    char region[REEL_LABEL_MAX]; // the zone's or line's name
+    int64_t track_id;
+    int class_id;
+    char label[REEL_LABEL_MAX];
+    int direction;      // cross: +1 "in" (from the left of the line, walking its first point to its second, to
+                        // its right, in image coordinates), -1 "out"; else 0
+    double dwell_s;     // leave, loiter: seconds in the zone since it entered; else 0
+} reel_region_event;
+
+typedef struct reel_region_count {
+    char region[REEL_LABEL_MAX];
+    bool line;
+    int class_id;       // -1: every class together
+    char label[REEL_LABEL_MAX];
+    int occupancy;      // zones: tracks inside now
+    int64_t in, out;    // zones: entered, left; lines: crossed in, out
+} reel_region_count;
+
+typedef struct reel_analytics {
+    int n_counts, n_events;
+    reel_region_count *counts;  // in the same allocation
+    reel_region_event *events;
+} reel_analytics;
+REEL_API extern const reel_meta_type reel_analytics_meta;
+// Zeroed, with room for the counts and events, freed by its buffer.
+REEL_API reel_analytics *reel_analytics_new(int n_counts, int n_events);
+REEL_API const char *reel_region_event_name(reel_region_event_type type); // "enter", "leave", "loiter", "cross"
+
 #endif
