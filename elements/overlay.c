@@ -1,5 +1,6 @@
 // overlay: draws each frame's detections (boxes, labels with scores, track
-// ids, landmarks) into the frame itself, on the element's device: the
+// ids, landmarks) and its zones and lines with their counts (after `zones`)
+// into the frame itself, on the element's device: the
 // primitives of gpu/overlay.h painted by reel_overlay_paint() for host
 // frames, by the "overlay" kernel for frames in device memory. Both give the
 // same bytes.
@@ -45,6 +46,19 @@ static void add_prim(overlay_priv *s, int kind, int x0, int y0, int x1, int y1, 
     g_array_append_val(s->prims, p);
 }
 
+// Text on a filled bar with its top left at (x, y).
+static void add_text(overlay_priv *s, int x, int y, const char *text, reel_pixfmt fmt, uint32_t color)
+{
+    int k = s->font_scale, gw = REEL_FONT_W * k, gh = REEL_FONT_H * k, adv = gw + k, pad = k;
+    int len = (int)strlen(text);
+    add_prim(s, REEL_PRIM_FILL, x, y, x + len * adv + pad, y + gh + 2 * pad, color, 0);
+    uint32_t ink = reel_overlay_color(fmt, 0, 0, 0);
+    for (int i = 0; i < len; i++) {
+        int gx = x + pad + i * adv;
+        add_prim(s, REEL_PRIM_GLYPH, gx, y + pad, gx + gw, y + pad + gh, ink, (uint8_t)text[i]);
+    }
+}
+
 // "label 0.87 #12" (the parts there are) on a filled bar at the box's top
 // left, above the box when there is room.
 static void add_label(overlay_priv *s, const reel_detection *d, reel_pixfmt fmt, uint32_t color)
@@ -58,21 +72,53 @@ static void add_label(overlay_priv *s, const reel_detection *d, reel_pixfmt fmt,
     n += snprintf(text + n, sizeof text - (size_t)n, "%.2f", d->score);
     if (d->track_id >= 0)
         snprintf(text + n, sizeof text - (size_t)n, " #%lld", (long long)d->track_id);
-    int k = s->font_scale, gw = REEL_FONT_W * k, gh = REEL_FONT_H * k, adv = gw + k, pad = k;
-    int len = (int)strlen(text), x = (int)d->x0, h = gh + 2 * pad;
-    int y = (int)d->y0 - h >= 0 ? (int)d->y0 - h : (int)d->y0;
-    add_prim(s, REEL_PRIM_FILL, x, y, x + len * adv + pad, y + h, color, 0);
-    uint32_t ink = reel_overlay_color(fmt, 0, 0, 0);
-    for (int i = 0; i < len; i++) {
-        int gx = x + pad + i * adv;
-        add_prim(s, REEL_PRIM_GLYPH, gx, y + pad, gx + gw, y + pad + gh, ink, (uint8_t)text[i]);
+    int h = REEL_FONT_H * s->font_scale + 2 * s->font_scale;
+    add_text(s, (int)d->x0, (int)d->y0 - h >= 0 ? (int)d->y0 - h : (int)d->y0, text, fmt, color);
+}
+
+static int clamp_coord(float v)
+{
+    return (int)CLAMP(v, -REEL_LINE_MAX_COORD, REEL_LINE_MAX_COORD);
+}
+
+// The zones' outlines and the lines, each with its name and counts (a
+// zone's occupancy, a line's crossings in and out), under the detections.
+static void add_regions(overlay_priv *s, const reel_analytics *a, reel_pixfmt fmt)
+{
+    for (int i = 0; i < a->n_shapes; i++) {
+        const reel_region_shape *sh = &a->shapes[i];
+        const uint8_t *rgb = palette[(i + 3) % (int)G_N_ELEMENTS(palette)];
+        uint32_t color = reel_overlay_color(fmt, rgb[0], rgb[1], rgb[2]);
+        int edges = sh->line ? 1 : sh->n;
+        for (int k = 0; k < edges && sh->n >= 2; k++) {
+            const float *p = sh->points[k], *q = sh->points[(k + 1) % sh->n];
+            add_prim(s, REEL_PRIM_LINE, clamp_coord(p[0]), clamp_coord(p[1]), clamp_coord(q[0]), clamp_coord(q[1]),
+                     color, 0);
+        }
+        const reel_region_count *total = NULL;
+        for (int c = 0; c < a->n_counts && !total; c++)
+            if (strncmp(a->counts[c].region, sh->region, REEL_LABEL_MAX) == 0)
+                total = &a->counts[c]; // a region's first entry is its total
+        if (!s->labels || !total || sh->n < 1)
+            continue;
+        char text[REEL_LABEL_MAX + 64], name[REEL_LABEL_MAX + 1];
+        g_strlcpy(name, sh->region, sizeof name);
+        if (sh->line)
+            g_snprintf(text, sizeof text, "%s in %lld out %lld", name, (long long)total->in, (long long)total->out);
+        else
+            g_snprintf(text, sizeof text, "%s %d", name, total->occupancy);
+        float x = sh->line ? (sh->points[0][0] + sh->points[1][0]) / 2 : sh->points[0][0];
+        float y = sh->line ? (sh->points[0][1] + sh->points[1][1]) / 2 : sh->points[0][1];
+        add_text(s, clamp_coord(x), clamp_coord(y), text, fmt, color);
     }
 }
 
-static void build_prims(overlay_priv *s, const reel_detections *dets, reel_pixfmt fmt)
+static void build_prims(overlay_priv *s, const reel_detections *dets, const reel_analytics *regions, reel_pixfmt fmt)
 {
     g_array_set_size(s->prims, 0);
-    for (int i = 0; i < dets->n; i++) {
+    if (regions)
+        add_regions(s, regions, fmt);
+    for (int i = 0; dets && i < dets->n; i++) {
         const reel_detection *d = &dets->items[i];
         int64_t key = d->track_id >= 0 ? d->track_id : d->class_id >= 0 ? d->class_id : 0;
         const uint8_t *rgb = palette[key % (int64_t)G_N_ELEMENTS(palette)];
@@ -148,11 +194,12 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     (void)pad;
     overlay_priv *s = reel_element_priv(e);
     const reel_detections *dets = reel_buffer_get_meta(in, &reel_detections_meta);
-    if (!dets || dets->n == 0)
+    const reel_analytics *regions = reel_buffer_get_meta(in, &reel_analytics_meta);
+    if ((!dets || dets->n == 0) && (!regions || regions->n_shapes == 0))
         return reel_element_push(e, 0, in);
     const reel_caps *f = &in->format;
     reel_pixfmt fmt = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
-    build_prims(s, dets, fmt);
+    build_prims(s, dets, regions, fmt);
     reel_overlay_push p = { (uint32_t)fmt, (uint32_t)f->width, (uint32_t)f->height, s->prims->len, { 0 }, { 0 } };
     // Other branches may hold the frame: draw on a copy of our own then.
     int rc = reel_buffer_make_writable(&in);

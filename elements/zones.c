@@ -326,19 +326,31 @@ static void step(zones_priv *s, stream_state *st, const reel_buffer *buf, const 
     st->frames++;
 }
 
-// The stream's counts and this frame's events, as metadata.
-static reel_analytics *analytics_of(const zones_priv *s, const stream_state *st, int stream)
+// The stream's counts, this frame's events and the regions' shapes in
+// the frame's pixels, as metadata.
+static reel_analytics *analytics_of(const zones_priv *s, const stream_state *st, const reel_buffer *buf)
 {
-    int n = 0;
+    int stream = buf->stream_id, n = 0, shapes = 0;
     for (int r = 0; r < s->cfg->n; r++)
-        if (s->cfg->regions[r].stream < 0 || s->cfg->regions[r].stream == stream)
+        if (s->cfg->regions[r].stream < 0 || s->cfg->regions[r].stream == stream) {
             n += (int)st->counts[r]->len;
-    reel_analytics *a = reel_analytics_new(n, (int)st->events->len);
-    int k = 0;
+            shapes++;
+        }
+    reel_analytics *a = reel_analytics_new(n, (int)st->events->len, shapes);
+    int k = 0, sh = 0;
+    double sx = s->normalized ? buf->format.width : 1, sy = s->normalized ? buf->format.height : 1;
     for (int r = 0; r < s->cfg->n; r++) {
         const zones_region *reg = &s->cfg->regions[r];
         if (reg->stream >= 0 && reg->stream != stream)
             continue;
+        reel_region_shape *shape = &a->shapes[sh++];
+        g_strlcpy(shape->region, reg->name, sizeof shape->region);
+        shape->line = reg->line;
+        shape->n = reg->n;
+        for (int i = 0; i < reg->n; i++) {
+            shape->points[i][0] = (float)(reg->points[i].x * sx);
+            shape->points[i][1] = (float)(reg->points[i].y * sy);
+        }
         for (guint i = 0; i < st->counts[r]->len; i++, k++) {
             const region_count *c = &g_array_index(st->counts[r], region_count, i);
             a->counts[k] = (reel_region_count){ .line = reg->line, .class_id = c->class_id,
@@ -427,7 +439,7 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
         reel_buffer_unref(&buf);
         return reel_element_error(e, rc, "cannot copy a shared frame to add its zone counts: %s", reel_strerror(rc));
     }
-    reel_buffer_add_meta(buf, &reel_analytics_meta, analytics_of(s, st, buf->stream_id));
+    reel_buffer_add_meta(buf, &reel_analytics_meta, analytics_of(s, st, buf));
     return reel_element_push(e, 0, buf);
 }
 

@@ -9,7 +9,7 @@
 #include "reel/reel.h"
 
 #define ZONES_MAX_REGIONS 256
-#define ZONES_MAX_POINTS 64
+#define ZONES_MAX_POINTS REEL_REGION_MAX_POINTS
 
 typedef struct zones_point {
     double x, y;

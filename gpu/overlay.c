@@ -1,7 +1,11 @@
 // Overlay drawing on the host: colours, reel_overlay_paint() and the cpu
 // backend's "overlay" kernel. gpu/shaders/overlay.comp computes the same
 // bytes the other way round (per byte, the last covering primitive).
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <glib.h>
 
 #include "gpu/overlay.h"
 
@@ -103,6 +107,66 @@ static void paint_box(const reel_overlay_push *p, const layout *l, uint8_t *cons
     }
 }
 
+static bool line_in_range(const reel_overlay_prim *q)
+{
+    const int32_t v[4] = { q->x0, q->y0, q->x1, q->y1 };
+    for (int i = 0; i < 4; i++)
+        if (v[i] < -REEL_LINE_MAX_COORD || v[i] > REEL_LINE_MAX_COORD)
+            return false;
+    return q->thickness > 0;
+}
+
+// LINE coverage (gpu/overlay.h), in the shader's 32-bit arithmetic: with
+// endpoints within +-8192 and pixels within a frame nothing overflows.
+static bool line_covers(const reel_overlay_prim *q, int px, int py)
+{
+    int x0 = q->x0, y0 = q->y0, x1 = q->x1, y1 = q->y1, dx = x1 - x0, dy = y1 - y0;
+    bool x_major = abs(dx) >= abs(dy);
+    if ((x_major && dx < 0) || (!x_major && dy < 0)) {
+        x0 = q->x1, y0 = q->y1, x1 = q->x0, y1 = q->y0, dx = -dx, dy = -dy;
+    }
+    if (dx == 0 && dy == 0)
+        return px == x0 && py == y0;
+    if (x_major)
+        return px >= x0 && px <= x1 && 2 * abs(py * dx - y0 * dx - (px - x0) * dy) <= q->thickness * dx;
+    return py >= y0 && py <= y1 && 2 * abs(px * dy - x0 * dy - (py - y0) * dx) <= q->thickness * dy;
+}
+
+// A line's samples: along its major axis, a window of the minor one around
+// the segment (wide enough for every covered sample), each tested exactly.
+static void paint_line(const reel_overlay_push *p, const layout *l, uint8_t *const planes[3], const int strides[3],
+                       const reel_overlay_prim *q)
+{
+    if (!line_in_range(q))
+        return;
+    int dx = q->x1 - q->x0, dy = q->y1 - q->y0, t = q->thickness;
+    bool x_major = abs(dx) >= abs(dy);
+    int lo = x_major ? MIN(q->x0, q->x1) : MIN(q->y0, q->y1), hi = x_major ? MAX(q->x0, q->x1) : MAX(q->y0, q->y1);
+    for (int i = 0; i < l->n_planes; i++) {
+        int xs = l->plane[i].xs, ys = l->plane[i].ys, bpp = l->plane[i].bpp;
+        int ms = x_major ? xs : ys, ns = x_major ? ys : xs; // major and minor subsampling
+        int mmax = ((x_major ? (int)p->width : (int)p->height) - 1) >> ms;
+        int nmax = ((x_major ? (int)p->height : (int)p->width) - 1) >> ns;
+        uint8_t bytes[4];
+        for (int k = 0; k < bpp; k++)
+            bytes[k] = (uint8_t)(q->color >> (8 * l->plane[i].chan[k]));
+        for (int m = MAX(0, (lo + (1 << ms) - 1) >> ms); m <= MIN(mmax, hi >> ms); m++) {
+            int major = m << ms;
+            double along = x_major ? (dx ? (double)(major - q->x0) / dx : 0) : (dy ? (double)(major - q->y0) / dy : 0);
+            int centre = (int)(x_major ? q->y0 + along * dy : q->x0 + along * dx);
+            for (int n = MAX(0, (centre - t - 2) >> ns); n <= MIN(nmax, (centre + t + 2) >> ns); n++) {
+                int px = x_major ? major : n << ns, py = x_major ? n << ns : major;
+                if (!line_covers(q, px, py))
+                    continue;
+                int cx = px >> xs, cy = py >> ys;
+                uint8_t *at = planes[i] + (size_t)cy * strides[i] + (size_t)cx * bpp;
+                for (int k = 0; k < bpp; k++)
+                    at[k] = bytes[k];
+            }
+        }
+    }
+}
+
 void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3],
                         const reel_overlay_prim *prims)
 {
@@ -110,7 +174,9 @@ void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], co
     for (uint32_t n = 0; n < p->n_prims; n++) {
         const reel_overlay_prim *q = &prims[n];
         int64_t x0 = q->x0, y0 = q->y0, x1 = q->x1, y1 = q->y1, t = q->thickness;
-        if (q->kind != REEL_PRIM_RECT) {
+        if (q->kind == REEL_PRIM_LINE) {
+            paint_line(p, &l, planes, strides, q);
+        } else if (q->kind != REEL_PRIM_RECT) {
             paint_box(p, &l, planes, strides, q, x0, y0, x1, y1);
         } else if (t > 0 && x0 < x1 && y0 < y1) {
             // The outline as four bands, so the inside is never visited;

@@ -11,6 +11,13 @@
 //   RECT   inside FILL's box and not inside the box inset by `thickness`
 //   GLYPH  inside the box and font bit set at column (px - x0) * 5 / (x1 - x0),
 //          row (py - y0) * 7 / (y1 - y0) of character `glyph`
+//   LINE   the segment (x0, y0)-(x1, y1), `thickness` wide: with dx = x1 - x0,
+//          dy = y1 - y0 and the endpoints ordered so that the major one is
+//          >= 0, when |dx| >= |dy|: x0 <= px <= x1 and
+//          2 |py dx - y0 dx - (px - x0) dy| <= thickness dx (else the same
+//          with x and y swapped); a zero-length one covers (x0, y0) alone.
+//          Nothing when thickness <= 0 or an endpoint is beyond +-8192
+//          (which keeps the 32-bit arithmetic of both implementations exact).
 // A sample of a subsampled chroma plane at (cx, cy) is covered when the luma
 // pixel at its top-left, (cx * 2, cy * 2) for 4:2:0, is. Covered samples
 // take the primitive's colour byte for their channel.
@@ -30,13 +37,14 @@
 // the table uploads as the kernel's font buffer unchanged.
 extern const uint32_t reel_font5x7[REEL_FONT_LAST - REEL_FONT_FIRST + 1][REEL_FONT_H];
 
-enum { REEL_PRIM_FILL, REEL_PRIM_RECT, REEL_PRIM_GLYPH };
+enum { REEL_PRIM_FILL, REEL_PRIM_RECT, REEL_PRIM_GLYPH, REEL_PRIM_LINE };
+#define REEL_LINE_MAX_COORD 8192
 
 // One primitive (32 bytes, the kernel's std430 layout).
 typedef struct reel_overlay_prim {
     int32_t kind;           // REEL_PRIM_*
-    int32_t x0, y0, x1, y1; // box in frame pixels, [x0, x1) x [y0, y1); may reach outside the frame
-    int32_t thickness;      // RECT: outline width in pixels
+    int32_t x0, y0, x1, y1; // box in frame pixels, [x0, x1) x [y0, y1), or LINE's endpoints; may reach outside
+    int32_t thickness;      // RECT: outline width in pixels; LINE: its width
     uint32_t color;         // byte per channel in the frame's own terms: Y | U << 8 | V << 16 for YUV,
                             // R | G << 8 | B << 16 (| A << 24) for rgb24/bgr24/rgba by name, not position
     uint32_t glyph;         // GLYPH: character code

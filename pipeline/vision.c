@@ -159,28 +159,31 @@ static void *crop_copy(const void *data)
 
 const reel_meta_type reel_crop_meta = { "crop", g_free, crop_copy };
 
-static size_t analytics_size(int n_counts, int n_events)
+static size_t analytics_size(int n_counts, int n_events, int n_shapes)
 {
     return sizeof(reel_analytics) + (size_t)n_counts * sizeof(reel_region_count) +
-           (size_t)n_events * sizeof(reel_region_event);
+           (size_t)n_events * sizeof(reel_region_event) + (size_t)n_shapes * sizeof(reel_region_shape);
 }
 
-reel_analytics *reel_analytics_new(int n_counts, int n_events)
+reel_analytics *reel_analytics_new(int n_counts, int n_events, int n_shapes)
 {
-    reel_analytics *a = g_malloc0(analytics_size(n_counts, n_events));
+    reel_analytics *a = g_malloc0(analytics_size(n_counts, n_events, n_shapes));
     a->n_counts = n_counts;
     a->n_events = n_events;
+    a->n_shapes = n_shapes;
     a->counts = (reel_region_count *)(a + 1);
     a->events = (reel_region_event *)(a->counts + n_counts);
+    a->shapes = (reel_region_shape *)(a->events + n_events);
     return a;
 }
 
 static void *analytics_copy(const void *data)
 {
     const reel_analytics *a = data;
-    reel_analytics *c = reel_analytics_new(a->n_counts, a->n_events);
+    reel_analytics *c = reel_analytics_new(a->n_counts, a->n_events, a->n_shapes);
     memcpy(c->counts, a->counts, (size_t)a->n_counts * sizeof *a->counts);
     memcpy(c->events, a->events, (size_t)a->n_events * sizeof *a->events);
+    memcpy(c->shapes, a->shapes, (size_t)a->n_shapes * sizeof *a->shapes);
     return c;
 }
 

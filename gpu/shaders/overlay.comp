@@ -24,14 +24,34 @@ layout(push_constant) uniform Push {
     uint offset[3], stride[3];
 } pc;
 
-const int FILL = 0, RECT = 1, GLYPH = 2;
+const int FILL = 0, RECT = 1, GLYPH = 2, LINE = 3;
+const int LINE_MAX_COORD = 8192;
 // reel_pixfmt values (checked in gpu/overlay.c).
 const uint RGB24 = 2, BGR24 = 3, RGBA = 4, YUV420P = 6, YUVJ420P = 7, NV12 = 8;
 
 // Coverage exactly as gpu/overlay.h defines it; differences are taken as
 // uint, which is exact for px inside [x0, x1) whatever the box.
+bool line_covers(Prim q, int px, int py)
+{
+    if (q.thickness <= 0 || min(min(q.x0, q.y0), min(q.x1, q.y1)) < -LINE_MAX_COORD
+        || max(max(q.x0, q.y0), max(q.x1, q.y1)) > LINE_MAX_COORD)
+        return false;
+    int x0 = q.x0, y0 = q.y0, x1 = q.x1, y1 = q.y1, dx = x1 - x0, dy = y1 - y0;
+    bool x_major = abs(dx) >= abs(dy);
+    if ((x_major && dx < 0) || (!x_major && dy < 0)) {
+        x0 = q.x1; y0 = q.y1; x1 = q.x0; y1 = q.y0; dx = -dx; dy = -dy;
+    }
+    if (dx == 0 && dy == 0)
+        return px == x0 && py == y0;
+    if (x_major)
+        return px >= x0 && px <= x1 && 2 * abs(py * dx - y0 * dx - (px - x0) * dy) <= q.thickness * dx;
+    return py >= y0 && py <= y1 && 2 * abs(px * dy - x0 * dy - (py - y0) * dx) <= q.thickness * dy;
+}
+
 bool covers(Prim q, int px, int py)
 {
+    if (q.kind == LINE)
+        return line_covers(q, px, py);
     if (px < q.x0 || px >= q.x1 || py < q.y0 || py >= q.y1)
         return false;
     if (q.kind == RECT) {

@@ -131,14 +131,24 @@ typedef struct reel_region_count {
     int64_t in, out;    // zones: entered, left; lines: crossed in, out
 } reel_region_count;
 
+// A zone or line as drawn on this frame, in frame pixels (overlay).
+#define REEL_REGION_MAX_POINTS 64
+typedef struct reel_region_shape {
+    char region[REEL_LABEL_MAX];
+    bool line;          // points[0] to points[1]; else a closed polygon
+    int n;
+    float points[REEL_REGION_MAX_POINTS][2];
+} reel_region_shape;
+
 typedef struct reel_analytics {
-    int n_counts, n_events;
+    int n_counts, n_events, n_shapes;
     reel_region_count *counts;  // in the same allocation
     reel_region_event *events;
+    reel_region_shape *shapes;  // the stream's zones and lines
 } reel_analytics;
 REEL_API extern const reel_meta_type reel_analytics_meta;
-// Zeroed, with room for the counts and events, freed by its buffer.
-REEL_API reel_analytics *reel_analytics_new(int n_counts, int n_events);
+// Zeroed, with room for the counts, events and shapes, freed by its buffer.
+REEL_API reel_analytics *reel_analytics_new(int n_counts, int n_events, int n_shapes);
 REEL_API const char *reel_region_event_name(reel_region_event_type type); // "enter", "leave", "loiter", "cross"
 
 #endif

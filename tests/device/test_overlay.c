@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -181,6 +182,15 @@ static GArray *some_prims(GRand *r, reel_pixfmt fmt, int w, int h)
     add(a, REEL_PRIM_RECT, -7, -7, w + 7, h + 7, 9, COLOR());          // frame border, mostly outside
     add(a, REEL_PRIM_FILL, 30, 30, 30, 60, 0, COLOR());                // empty
     add(a, REEL_PRIM_FILL, w - 3, h - 2, w + 100, h + 100, 0, COLOR());
+    // Lines every way: steep, shallow, both directions, across the edges,
+    // a point, out of range, no width.
+    add(a, REEL_PRIM_LINE, 2, 3, w - 5, h / 2, 3, COLOR());
+    add(a, REEL_PRIM_LINE, w / 3, h - 1, w / 3 + 7, 0, 2, COLOR());
+    add(a, REEL_PRIM_LINE, w + 20, h / 4, -30, h / 3, 5, COLOR());
+    add(a, REEL_PRIM_LINE, w / 2, -10, w / 2 - 9, h + 40, 1, COLOR());
+    add(a, REEL_PRIM_LINE, 7, 7, 7, 7, 2, COLOR());
+    add(a, REEL_PRIM_LINE, 0, 0, 9000, 40, 4, COLOR());
+    add(a, REEL_PRIM_LINE, 0, h - 3, w, 3, 0, COLOR());
     add_text(a, 2, 2, 5, 7, "Hello, reel! 0123456789 ~{|}", COLOR());
     add_text(a, 3, 20, 10, 14, "AgQ@#", COLOR());
     add_text(a, w - 40, h - 20, 15, 21, "Wj%", COLOR());        // scale 3, off the right edge
@@ -189,7 +199,7 @@ static GArray *some_prims(GRand *r, reel_pixfmt fmt, int w, int h)
     for (int i = 0; i < 40; i++) {
         int x0 = g_rand_int_range(r, -w / 4, w + w / 4), y0 = g_rand_int_range(r, -h / 4, h + h / 4);
         int x1 = x0 + g_rand_int_range(r, -3, w / 2), y1 = y0 + g_rand_int_range(r, -3, h / 2);
-        reel_overlay_prim q = { g_rand_int_range(r, 0, 3), x0, y0, x1, y1, g_rand_int_range(r, -1, 6), COLOR(),
+        reel_overlay_prim q = { g_rand_int_range(r, 0, 4), x0, y0, x1, y1, g_rand_int_range(r, -1, 6), COLOR(),
                                 (uint32_t)g_rand_int_range(r, 0, 130) };
         g_array_append_val(a, q);
     }
@@ -291,6 +301,38 @@ static void test_rect_pixels(void **state)
     }
     assert_int_equal(frame[0], 0xaa);
     g_free(frame);
+}
+
+// Lines, checked against their geometry: every pixel nearest the segment
+// along its major axis is drawn, none farther than its width from it.
+static void test_line_pixels(void **state)
+{
+    fixture *f = *state;
+    const int lines[][5] = { { 2, 3, 37, 15, 1 }, { 30, 2, 24, 27, 3 }, { 38, 26, 1, 1, 2 }, { 5, 20, 35, 20, 4 } };
+    for (size_t n = 0; n < G_N_ELEMENTS(lines); n++) {
+        const int *L = lines[n];
+        reel_overlay_push p;
+        size_t size = layout(&p, REEL_PIXFMT_RGB24, 40, 30, 1);
+        const reel_overlay_prim q = { REEL_PRIM_LINE, L[0], L[1], L[2], L[3], L[4],
+                                      reel_overlay_color(REEL_PIXFMT_RGB24, 200, 100, 50), 0 };
+        p.n_prims = 1;
+        uint8_t *frame = g_malloc0(size);
+        paint_both(f, &p, frame, size, &q);
+        double dx = L[2] - L[0], dy = L[3] - L[1], len = sqrt(dx * dx + dy * dy);
+        bool x_major = fabs(dx) >= fabs(dy);
+        for (int y = 0; y < 30; y++)
+            for (int x = 0; x < 40; x++) {
+                bool drawn = frame[p.offset[0] + (size_t)y * p.stride[0] + (size_t)x * 3] == 200;
+                double dist = fabs((x - L[0]) * dy - (y - L[1]) * dx) / len; // from the line through the segment
+                double t = x_major ? (x - L[0]) / dx : (y - L[1]) / dy;      // where along it
+                if (drawn && (dist > L[4] / 2.0 + 1 || t < -0.01 || t > 1.01))
+                    fail_msg("line %zu: (%d, %d) drawn, %.2f from it at %.2f along", n, x, y, dist, t);
+                double on = x_major ? L[1] + (x - L[0]) * dy / dx : L[0] + (y - L[1]) * dx / dy;
+                if (t >= 0 && t <= 1 && fabs((x_major ? y : x) - on) < 0.5 && !drawn)
+                    fail_msg("line %zu: (%d, %d), on the segment, not drawn", n, x, y);
+            }
+        g_free(frame);
+    }
 }
 
 // A fill at odd coordinates on yuv420p: luma [3, 8) x [1, 6); a chroma
@@ -508,6 +550,34 @@ static void run_geometry(const char *format)
     assert_non_null(grabbed[1]);
 }
 
+// After zones: a zone's outline and a line, 1 pixel wide, on the device
+// under test; every pixel is where the geometry worked out here says.
+static void test_element_regions(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++)
+        reel_buffer_unref(&grabbed[i]);
+    char *text = g_strdup_printf("testsrc num-buffers=1 pattern=noise ! video/raw,format=rgb24,width=64,height=48 "
+                                 "! zones coordinates=pixels zones=\"z: 5,5 30,5 30,30 5,30\" lines=\"l: 10,40 50,8\" "
+                                 "! tee name=t t. ! queue ! geo_grab name=plain "
+                                 "t. ! queue ! overlay device=%s thickness=1 labels=false ! geo_grab name=drawn", spec);
+    GError *err = NULL;
+    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2), &err);
+    if (!p || reel_pipeline_run(p, &err) != 0)
+        fail_msg("%s: %s", text, err->message);
+    reel_pipeline_destroy(&p);
+    g_free(text);
+    static const uint8_t zone_rgb[3] = { 255, 200, 0 }, line_rgb[3] = { 255, 56, 255 }; // palette[3], [4]
+    for (int y = 0; y < 48; y++)
+        for (int x = 0; x < 64; x++) {
+            // The line from (10, 40) to (50, 8): within half a pixel of it, column by column.
+            bool on_line = x >= 10 && x <= 50 && fabs(y - (40 - 0.8 * (x - 10))) <= 0.5;
+            bool on_zone = ((y == 5 || y == 30) && x >= 5 && x <= 30) || ((x == 5 || x == 30) && y >= 5 && y <= 30);
+            spot(grabbed[0], grabbed[1], x, y, on_line || on_zone ? 'b' : '.', on_line ? line_rgb : zone_rgb,
+                 on_line ? "on the line" : on_zone ? "on the zone's edge" : "elsewhere");
+        }
+}
+
 // rgb24: named pixels at the edges first, then every pixel of the frame.
 static void test_element_geometry_rgb(void **state)
 {
@@ -640,11 +710,13 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_color),
         T(test_rect_pixels),
+        T(test_line_pixels),
         T(test_fill_chroma),
         T(test_glyph_scale2),
         T(test_matches_paint),
         cmocka_unit_test(test_element_geometry_rgb),
         cmocka_unit_test(test_element_geometry_yuv),
+        cmocka_unit_test(test_element_regions),
     };
     int failed = cmocka_run_group_tests_name(backend, tests, NULL, NULL);
     if (reel_device_validation_messages()) {
