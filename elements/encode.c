@@ -52,6 +52,10 @@ typedef struct encode_priv {
     AVPacket *pkt;
     reel_caps opened;   // the input format the encoder was opened for
     bool par_sent;      // codec parameters went out with a packet
+    // What each frame in the encoder says about itself (metadata, stream,
+    // frame number), by its pts, as a buffer of no bytes: its packet takes
+    // it on, so detections and events travel on past the encoder.
+    GHashTable *in_flight; // gint64 pts -> reel_buffer
 } encode_priv;
 
 static const reel_prop props[] = {
@@ -117,6 +121,37 @@ static int configure(reel_element *e, int pad, reel_caps *out)
     return 0;
 }
 
+// What a frame's packet takes from it: what vision elements found.
+static const reel_meta_type *const carried[] = { &reel_detections_meta, &reel_classifications_meta,
+                                                 &reel_analytics_meta };
+
+static void carry(reel_buffer *dst, const reel_buffer *src)
+{
+    dst->stream_id = src->stream_id;
+    dst->frame_number = src->frame_number;
+    dst->capture_ns = src->capture_ns;
+    for (size_t i = 0; i < G_N_ELEMENTS(carried); i++)
+        reel_buffer_copy_metas(dst, src, carried[i]);
+}
+
+// The packet takes its frame's stream, frame number, capture time and
+// findings; its own timestamps and flags stay.
+static void carry_props(encode_priv *s, reel_buffer *pkt)
+{
+    gint64 pts = pkt->pts;
+    reel_buffer *frame = pkt->pts != REEL_PTS_NONE ? g_hash_table_lookup(s->in_flight, &pts) : NULL;
+    if (frame) {
+        carry(pkt, frame);
+        g_hash_table_remove(s->in_flight, &pts);
+    }
+}
+
+static void unref_carrier(gpointer b)
+{
+    reel_buffer *buf = b;
+    reel_buffer_unref(&buf);
+}
+
 static int start(reel_element *e)
 {
     encode_priv *s = reel_element_priv(e);
@@ -125,6 +160,7 @@ static int start(reel_element *e)
     s->frame = av_frame_alloc();
     s->pkt = av_packet_alloc();
     s->par_sent = false;
+    s->in_flight = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, unref_carrier);
     return 0;
 }
 
@@ -219,6 +255,7 @@ static int drain(reel_element *e)
         if (!b)
             return reel_element_error(e, REEL_ENOMEM, "cannot wrap a packet");
         b->time_base = (reel_fraction){ s->ctx->time_base.num, s->ctx->time_base.den };
+        carry_props(s, b);
         if (!s->par_sent) {
             AVCodecParameters *par = avcodec_parameters_alloc();
             int rc = par && avcodec_parameters_from_context(par, s->ctx) >= 0 ? reel_av_attach_codecpar(b, par)
@@ -282,6 +319,15 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
         fr->pts = av_rescale_q(buf->pts, (AVRational){ buf->time_base.num, buf->time_base.den },
                                s->ctx->time_base);
     fr->color_range = s->ctx->color_range;
+    if (fr->pts != AV_NOPTS_VALUE) {
+        reel_buffer *carrier = reel_buffer_new(0);
+        if (carrier) {
+            carry(carrier, buf);
+            gint64 *key = g_new(gint64, 1);
+            *key = fr->pts;
+            g_hash_table_replace(s->in_flight, key, carrier);
+        }
+    }
     int ret = avcodec_send_frame(s->ctx, fr);
     av_frame_unref(fr);
     if (ret < 0) {
@@ -308,6 +354,7 @@ static int flush(reel_element *e)
 static void stop(reel_element *e)
 {
     encode_priv *s = reel_element_priv(e);
+    g_clear_pointer(&s->in_flight, g_hash_table_destroy);
     avcodec_free_context(&s->ctx);
     av_frame_free(&s->frame);
     av_packet_free(&s->pkt);

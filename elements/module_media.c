@@ -8,6 +8,7 @@ extern const reel_element_class reel_convert_class;
 extern const reel_element_class reel_decode_class;
 extern const reel_element_class reel_encode_class;
 extern const reel_element_class reel_preview_class;
+extern const reel_element_class reel_record_class;
 extern const reel_element_class reel_sink_class;
 extern const reel_element_class reel_source_class;
 
@@ -29,7 +30,8 @@ REEL_API int reel_module_media_register(const reel_init_params *params)
 {
     set_ffmpeg_log(params ? params->ffmpeg_log : NULL);
     const reel_element_class *const classes[] = { &reel_convert_class, &reel_decode_class, &reel_encode_class,
-                                                  &reel_preview_class, &reel_sink_class, &reel_source_class };
+                                                  &reel_preview_class, &reel_record_class, &reel_sink_class,
+                                                  &reel_source_class };
     for (size_t i = 0; i < G_N_ELEMENTS(classes); i++)
         reel_element_class_register(classes[i]);
     return 0;

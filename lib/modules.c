@@ -3,7 +3,8 @@
 
 #include <string.h>
 
-static const char *const media_elements[] = { "convert", "decode", "encode", "preview", "sink", "source", NULL };
+static const char *const media_elements[] = { "convert", "decode", "encode", "preview", "record", "sink", "source",
+                                                NULL };
 static const char *const nats_elements[] = { "natssink", NULL };
 static const char *const mqtt_elements[] = { "mqttsink", NULL };
 

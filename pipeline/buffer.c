@@ -332,6 +332,15 @@ void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src)
             reel_buffer_add_meta(dst, m->type, m->type->copy(data));
 }
 
+void reel_buffer_copy_metas(reel_buffer *dst, const reel_buffer *src, const reel_meta_type *type)
+{
+    void *data;
+    if (!type->copy)
+        return;
+    for (reel_meta *m = reel_buffer_next_meta(src, NULL, type, &data); m; m = reel_buffer_next_meta(src, m, type, &data))
+        reel_buffer_add_meta(dst, type, type->copy(data));
+}
+
 // A copy of a buffer in device memory, through the host's view of it
 // (unified or mapped memory); NULL when the host cannot see it.
 static reel_buffer *copy_device(const reel_buffer *b)

@@ -144,6 +144,8 @@ REEL_API void reel_buffer_add_meta(reel_buffer *b, const reel_meta_type *type, v
 // stream id, frame number, flags, and every meta that can be copied. An
 // element that makes a new buffer from an old one (a conversion) calls it.
 REEL_API void reel_buffer_copy_props(reel_buffer *dst, const reel_buffer *src);
+// Copies src's metas of `type` (that can be copied) to dst.
+REEL_API void reel_buffer_copy_metas(reel_buffer *dst, const reel_buffer *src, const reel_meta_type *type);
 // The first meta of `type`, or NULL.
 REEL_API void *reel_buffer_get_meta(const reel_buffer *b, const reel_meta_type *type);
 // Iterates metas of one type (type NULL: all): pass NULL for the first call.

@@ -8,6 +8,8 @@ any x is known; the line and the zone's edge are put half a step (8 pixels)
 between two frames' positions, where detection error cannot move them. The
 crossing must come at exactly that frame, going "in", the entry with it
 (inertia=1), and nothing else; the counts must say one crossing, one inside.
+Then record on the annotated video: a clip around the crossing, checked
+with ffprobe, and a run killed during a clip leaves only its .part.
 (The box centres stray from the motion by up to 5 pixels, the detector's
 anchor grid; the test checks they stay within 3/8 of a step.)
 
@@ -16,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 STEP, FRAMES, CROSS_AT = 16, 25, 14
 reel, src, work = sys.argv[1:4]
@@ -69,4 +72,41 @@ last = frames[-1]
 door, room = last["lines"][0], last["zones"][0]
 if (door["in"], door["out"]) != (1, 0) or (room["occupancy"], room["entered"], room["left"]) != (1, 1, 0):
     fail(f"counts at the end: {door} {room}")
-print(f"PASS: the face crossed x={edge} going in at frame {CROSS_AT}, as its motion says; counts {door} {room}")
+print(f"the face crossed x={edge} going in at frame {CROSS_AT}, as its motion says; counts {door} {room}")
+
+# record after it, on the annotated video: a clip around the crossing, from
+# the keyframe at or before it (the encoder's every 10th frame) to 0.4 s on.
+clips = os.path.join(work, "clips")
+os.makedirs(clips, exist_ok=True)
+for f in os.listdir(clips):
+    os.unlink(os.path.join(clips, f))
+tail = (f"track min-hits=1 ! zones coordinates=pixels anchor=center lines=\"door: {edge},360 {edge},0\" ! tee name=t "
+        f"t. ! queue ! overlay ! encode gop=10 ! record trigger=cross@door pre=0.2 post=0.4 "
+        f"location={clips}/{{event}}-{{n}}.mkv t. ! queue")
+run(tail, os.path.join(work, "record.jsonl"))
+rec = os.path.join(clips, "cross-door-1.mkv")
+probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time,key_frame",
+                        "-of", "csv=p=0", rec], capture_output=True, text=True)
+rows = [line.split(",") for line in probe.stdout.split()]
+if probe.returncode != 0 or not rows or rows[0][0] != "1":
+    fail(f"the clip {rec} does not start on a keyframe: {probe.stdout} {probe.stderr}")
+first, last, at = float(rows[0][1]), float(rows[-1][1]), CROSS_AT / 25
+if not (at - 0.2 - 10 / 25 - 1e-3 <= first <= at - 0.2 + 1e-3) or abs(last - (at + 0.4)) > 1e-3:
+    fail(f"the clip covers {first:.2f} to {last:.2f} s, wanted from a keyframe at most 0.2 s before {at:.2f} to "
+         f"{at + 0.4:.2f}")
+
+# Killed during a clip: only its .part is left, never a file that looks whole.
+for f in os.listdir(clips):
+    os.unlink(os.path.join(clips, f))
+proc = subprocess.Popen([reel, "run", "-q", f"source location={clip} loop=0 ! decode ! preprocess "
+                         f"! infer model=blazeface-front ! detect ! encode ! record trigger=class:face post=1000 "
+                         f"location={clips}/face.mkv"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 60
+while not os.path.exists(os.path.join(clips, "face.mkv.part")) and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(0.5)
+proc.kill()
+proc.wait()
+if sorted(os.listdir(clips)) != ["face.mkv.part"]:
+    fail(f"after a kill during a clip: {sorted(os.listdir(clips))}, wanted only face.mkv.part")
+print(f"PASS: record: a clip from {first:.2f} to {last:.2f} s around the crossing at {at:.2f} s; a kill leaves a .part")
