@@ -156,8 +156,10 @@ static void test_bad_trigger(void **state)
 int main(void)
 {
     reel_init();
-    if (!g_find_program_in_path("ffprobe"))
+    char *ffprobe = g_find_program_in_path("ffprobe");
+    if (!ffprobe)
         reel_skip("no ffprobe (Debian package ffmpeg)");
+    g_free(ffprobe);
     dir = g_dir_make_tmp("reel-record-XXXXXX", NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clips_around_crossings),
