@@ -81,6 +81,7 @@ static const want wanted[] = {
 };
 
 static char *config_file;
+static void write_file(const char *path, const char *text);
 
 static reel_pipeline *start(const char *zones_props)
 {
@@ -200,6 +201,47 @@ static void test_change_while_running(void **state)
     reel_pipeline_destroy(&p);
 }
 
+// Streams keep their own tracks and counts, and a zone may be one stream's:
+// the same track id on two streams is two objects, each counted on its own.
+static void test_streams_apart(void **state)
+{
+    (void)state;
+    char *path = g_strdup_printf("%s.streams", config_file);
+    write_file(path, "{\"zones\": [{\"name\": \"only1\", \"points\": [[0, 0], [1, 0], [1, 1], [0, 1]], "
+                     "\"stream\": 1}]}");
+    char *props = g_strdup_printf("zones=\"all: 0,0 1,0 1,1 0,1\" config=%s inertia=1", path);
+    reel_pipeline *p = start(props);
+    g_free(props);
+    reel_element *in = reel_pipeline_find(p, "in"), *out = reel_pipeline_find(p, "out");
+    for (int i = 0; i < 6; i++) {
+        reel_buffer *b = reel_appsrc_alloc(in);
+        memset(b->planes[0], 0, (size_t)b->strides[0] * H);
+        b->stream_id = i % 2;
+        reel_detections *d = reel_detections_new(1);
+        d->items[0] = box(1, 0, "person", 50, 50);
+        reel_buffer_add_meta(b, &reel_detections_meta, d);
+        assert_int_equal(reel_appsrc_push(in, b), 0);
+        reel_buffer *got = reel_appsink_pull(out, DEADLINE_US);
+        assert_non_null(got);
+        assert_int_equal(got->stream_id, i % 2);
+        GString *line = g_string_new(NULL);
+        reel_meta_json_frame(line, got, NULL, NULL);
+        bool one = i % 2;
+        if (!strstr(line->str, "{\"name\": \"all\", \"occupancy\": 1, \"entered\": 1, \"left\": 0") ||
+            (strstr(line->str, "\"only1\"") != NULL) != one ||
+            (one && !strstr(line->str, "{\"name\": \"only1\", \"occupancy\": 1, \"entered\": 1")))
+            fail_msg("frame %d (stream %d): %s", i, i % 2, line->str);
+        g_string_free(line, TRUE);
+        reel_buffer_unref(&got);
+    }
+    reel_appsrc_end(in);
+    assert_null(reel_appsink_pull(out, DEADLINE_US));
+    reel_test_wait(p);
+    reel_pipeline_destroy(&p);
+    g_unlink(path);
+    g_free(path);
+}
+
 static void refused(const char *props, const char *want)
 {
     char *text = g_strdup_printf("appsrc name=in caps=" CAPS " ! zones %s ! appsink name=out", props);
@@ -280,6 +322,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_paths),
         cmocka_unit_test(test_change_while_running),
+        cmocka_unit_test(test_streams_apart),
         cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

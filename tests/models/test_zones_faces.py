@@ -9,7 +9,8 @@ between two frames' positions, where detection error cannot move them. The
 crossing must come at exactly that frame, going "in", the entry with it
 (inertia=1), and nothing else; the counts must say one crossing, one inside.
 Then record on the annotated video: a clip around the crossing, checked
-with ffprobe, and a run killed during a clip leaves only its .part.
+with ffprobe, and a run killed during a clip leaves only its .part; and
+samples/counting.reel on this clip counts the crossing and records it.
 (The box centres stray from the motion by up to 5 pixels, the detector's
 anchor grid; the test checks they stay within 3/8 of a step.)
 
@@ -109,4 +110,22 @@ proc.kill()
 proc.wait()
 if sorted(os.listdir(clips)) != ["face.mkv.part"]:
     fail(f"after a kill during a clip: {sorted(os.listdir(clips))}, wanted only face.mkv.part")
-print(f"PASS: record: a clip from {first:.2f} to {last:.2f} s around the crossing at {at:.2f} s; a kill leaves a .part")
+print(f"record: a clip from {first:.2f} to {last:.2f} s around the crossing at {at:.2f} s; a kill leaves a .part")
+
+# samples/counting.reel, as a user runs it, on this clip: the face is
+# counted going in through the door and its crossing is recorded.
+sample_dir = os.path.join(work, "sample")
+os.makedirs(sample_dir, exist_ok=True)
+for f in os.listdir(sample_dir):
+    os.unlink(os.path.join(sample_dir, f))
+with open(os.path.join(src, "samples", "counting.reel")) as f:
+    text = f.read().replace("cache/media/faces-720p.mp4", clip).replace("cache/demo/", sample_dir + "/")
+with open(os.path.join(work, "counting.reel"), "w") as f:
+    f.write(text)
+subprocess.run([reel, "run", "-q", "-f", os.path.join(work, "counting.reel")], check=True, stderr=subprocess.DEVNULL)
+with open(os.path.join(sample_dir, "counting.jsonl")) as f:
+    last = [json.loads(line) for line in f][-1]
+clips = [f for f in os.listdir(sample_dir) if f.startswith("door-") and f.endswith("-1.mkv")]
+if last["lines"][0]["in"] != 1 or len(clips) != 1:
+    fail(f"samples/counting.reel: door {last['lines'][0]}, clips {sorted(os.listdir(sample_dir))}")
+print(f"PASS: samples/counting.reel counted {last['lines'][0]} and wrote {clips[0]}")
