@@ -10,13 +10,16 @@ crossing must come at exactly that frame, going "in", the entry with it
 (inertia=1), and nothing else; the counts must say one crossing, one inside.
 Then record on the annotated video: a clip around the crossing, checked
 with ffprobe, and a run killed during a clip leaves only its .part; and
-samples/counting.reel on this clip counts the crossing and records it.
+samples/counting.reel on this clip counts the crossing and records it;
+a clip on a full disk (a file size limit) is dropped, the run goes on.
 (The box centres stray from the motion by up to 5 pixels, the detector's
 anchor grid; the test checks they stay within 3/8 of a step.)
 
 Usage: test_zones_faces.py REEL SOURCE_DIR WORK_DIR    (exit 77: skipped)"""
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 import time
@@ -128,4 +131,27 @@ with open(os.path.join(sample_dir, "counting.jsonl")) as f:
 clips = [f for f in os.listdir(sample_dir) if f.startswith("door-") and f.endswith("-1.mkv")]
 if last["lines"][0]["in"] != 1 or len(clips) != 1:
     fail(f"samples/counting.reel: door {last['lines'][0]}, clips {sorted(os.listdir(sample_dir))}")
-print(f"PASS: samples/counting.reel counted {last['lines'][0]} and wrote {clips[0]}")
+print(f"samples/counting.reel counted {last['lines'][0]} and wrote {clips[0]}")
+
+# A disk that fills up (a file size limit): the clip fails and is dropped
+# with a warning, the run goes on to its end.
+full_dir = os.path.join(work, "full")
+os.makedirs(full_dir, exist_ok=True)
+for f in os.listdir(full_dir):
+    os.unlink(os.path.join(full_dir, f))
+
+
+def small_disk():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past it fail with EFBIG instead
+
+
+r = subprocess.run([reel, "run", "-q", f"source location={clip} ! decode ! preprocess ! infer model=blazeface-front "
+                    f"! detect ! encode crf=10 ! record trigger=class:face pre=0 post=100 location={full_dir}/face.mkv"],
+                   preexec_fn=small_disk, capture_output=True, text=True)
+if r.returncode != 0 or "it is dropped, the stream goes on" not in r.stderr and "cannot write clip" not in r.stderr:
+    fail(f"a clip on a full disk: exit {r.returncode}: {r.stderr}")
+if os.listdir(full_dir):
+    fail(f"a clip that could not be written left {os.listdir(full_dir)}")
+print("record: a clip on a full disk was dropped with a warning; the run ended normally")
+print("PASS")
