@@ -126,28 +126,33 @@ static void json_regions(GString *out, const reel_analytics *a, bool line)
     g_string_append(out, region ? "]}]" : "]");
 }
 
+void reel_meta_json_event(GString *out, const reel_region_event *ev)
+{
+    bool cross = ev->type == REEL_EVENT_CROSS;
+    g_string_append_printf(out, "{\"type\": \"%s\", \"%s\": ", reel_region_event_name(ev->type),
+                           cross ? "line" : "zone");
+    char *name = reel_meta_label_text(ev->region);
+    reel_json_string(out, name);
+    g_free(name);
+    g_string_append_printf(out, ", \"track\": %" G_GINT64_FORMAT ", ", (gint64)ev->track_id);
+    json_class_fields(out, ev->class_id, ev->label);
+    if (cross) {
+        g_string_append_printf(out, "\"direction\": \"%s\"", ev->direction > 0 ? "in" : "out");
+    } else if (ev->type != REEL_EVENT_ENTER) {
+        g_string_append(out, "\"dwell\": ");
+        reel_meta_add_number(out, ev->dwell_s, "%.3f", "null");
+    }
+    if (out->str[out->len - 2] == ',') // the class fields' separator, nothing after it
+        g_string_truncate(out, out->len - 2);
+    g_string_append_c(out, '}');
+}
+
 static void json_events(GString *out, const reel_analytics *a)
 {
     g_string_append(out, ", \"events\": [");
     for (int i = 0; i < a->n_events; i++) {
-        const reel_region_event *ev = &a->events[i];
-        bool cross = ev->type == REEL_EVENT_CROSS;
-        g_string_append_printf(out, "%s{\"type\": \"%s\", \"%s\": ", i ? ", " : "", reel_region_event_name(ev->type),
-                               cross ? "line" : "zone");
-        char *name = reel_meta_label_text(ev->region);
-        reel_json_string(out, name);
-        g_free(name);
-        g_string_append_printf(out, ", \"track\": %" G_GINT64_FORMAT ", ", (gint64)ev->track_id);
-        json_class_fields(out, ev->class_id, ev->label);
-        if (cross) {
-            g_string_append_printf(out, "\"direction\": \"%s\"", ev->direction > 0 ? "in" : "out");
-        } else if (ev->type != REEL_EVENT_ENTER) {
-            g_string_append(out, "\"dwell\": ");
-            reel_meta_add_number(out, ev->dwell_s, "%.3f", "null");
-        }
-        if (out->str[out->len - 2] == ',') // the class fields' separator, nothing after it
-            g_string_truncate(out, out->len - 2);
-        g_string_append_c(out, '}');
+        g_string_append(out, i ? ", " : "");
+        reel_meta_json_event(out, &a->events[i]);
     }
     g_string_append_c(out, ']');
 }

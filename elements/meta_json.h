@@ -23,6 +23,9 @@ double reel_meta_pts_seconds(const reel_buffer *b);
 void reel_meta_json_frame(GString *out, const reel_buffer *b, const reel_detections *dets,
                           const reel_classifications *cls);
 
+// One zones event as JSON (the "events" items metasink.c describes).
+void reel_meta_json_event(GString *out, const reel_region_event *ev);
+
 // The message sinks' (natssink, mqttsink) view: the buffer's frame object
 // without the newline, which ends a line in a file, not a message; `out`
 // is overwritten.

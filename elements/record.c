@@ -6,10 +6,13 @@
 // `zones` and detections of a class in the packets' metadata (after
 // `encode`, which hands each frame's findings to its packet), or setting
 // `mark` while running (an application, `reel serve`'s PATCH). A clip is
-// written as NAME.part and renamed once finalized, like `sink`; a clip that
-// cannot be written (the disk full) is dropped with a warning and the
-// stream goes on.
+// written as NAME.part and renamed once finalized, like `sink`, with
+// NAME.json beside it (its span, its trigger and the zones events in it); a
+// clip that cannot be written (the disk full) is dropped with a warning and
+// the stream goes on.
 #include "elements/av_common.h"
+#include "elements/meta_json.h"
+#include "base/json.h"
 
 #include <math.h>
 
@@ -35,6 +38,10 @@ typedef struct record_priv {
     char *path, *part;
     AVRational tb;
     double start_s, stop_s; // pts seconds: its first packet, and where it ends
+    double last_s;          // its last packet's
+    char *event;            // what started it
+    int stream;
+    GString *events;        // the zones events of its packets, JSON items
     int clips;
 } record_priv;
 
@@ -207,6 +214,29 @@ static char *clip_name(record_priv *s, const reel_buffer *b, const char *event)
     return name;
 }
 
+// NAME.json beside a finished clip: what it holds and the zones events in it.
+static void write_sidecar(reel_element *e)
+{
+    record_priv *s = reel_element_priv(e);
+    GString *j = g_string_new("{\"clip\": ");
+    reel_json_string(j, s->path);
+    g_string_append(j, ", \"trigger\": ");
+    reel_json_string(j, s->event);
+    g_string_append_printf(j, ", \"stream\": %d, \"start\": ", s->stream);
+    reel_meta_add_number(j, s->start_s, "%.6f", "null");
+    g_string_append(j, ", \"end\": ");
+    reel_meta_add_number(j, s->last_s, "%.6f", "null");
+    g_string_append_printf(j, ", \"events\": [%s]}\n", s->events ? s->events->str : "");
+    char *path = g_strconcat(s->path, ".json", NULL);
+    GError *err = NULL;
+    if (reel_write_file_atomically(path, j, &err) < 0) {
+        reel_element_warning(e, "%s", err->message);
+        g_error_free(err);
+    }
+    g_free(path);
+    g_string_free(j, TRUE);
+}
+
 static void close_clip(reel_element *e, bool keep)
 {
     record_priv *s = reel_element_priv(e);
@@ -218,7 +248,8 @@ static void close_clip(reel_element *e, bool keep)
     avformat_free_context(g_steal_pointer(&s->oc));
     if (ok && g_rename(s->part, s->path) == 0) {
         s->clips++;
-        reel_element_info(e, "clip %s: %.2f s to %.2f s", s->path, s->start_s, s->stop_s);
+        write_sidecar(e);
+        reel_element_info(e, "clip %s: %.2f s to %.2f s", s->path, s->start_s, s->last_s);
     } else {
         if (keep)
             reel_element_warning(e, "clip %s could not be finished; it is dropped, the stream goes on", s->path);
@@ -226,6 +257,9 @@ static void close_clip(reel_element *e, bool keep)
     }
     g_clear_pointer(&s->path, g_free);
     g_clear_pointer(&s->part, g_free);
+    g_clear_pointer(&s->event, g_free);
+    if (s->events)
+        g_string_truncate(s->events, 0);
 }
 
 static bool write_packet(reel_element *e, const reel_buffer *b)
@@ -247,6 +281,15 @@ static bool write_packet(reel_element *e, const reel_buffer *b)
         reel_element_warning(e, "cannot write clip %s: %s", s->path, reel_av_err(ret));
         return false;
     }
+    s->last_s = seconds(b);
+    const reel_analytics *a = reel_buffer_get_meta(b, &reel_analytics_meta);
+    for (int i = 0; a && i < a->n_events; i++) {
+        g_string_append(s->events, s->events->len ? ", {\"pts\": " : "{\"pts\": ");
+        reel_meta_add_number(s->events, seconds(b), "%.6f", "null");
+        g_string_append(s->events, ", \"event\": ");
+        reel_meta_json_event(s->events, &a->events[i]);
+        g_string_append_c(s->events, '}');
+    }
     return true;
 }
 
@@ -260,6 +303,11 @@ static void open_clip(reel_element *e, const reel_buffer *b, const char *event, 
         return;
     }
     s->path = clip_name(s, b, event);
+    s->event = g_strdup(event);
+    s->stream = b->stream_id;
+    if (!s->events)
+        s->events = g_string_new(NULL);
+    g_string_truncate(s->events, 0);
     s->part = g_strconcat(s->path, ".part", NULL);
     const AVOutputFormat *fmt = av_guess_format(NULL, s->path, NULL);
     int ret = fmt ? avformat_alloc_output_context2(&s->oc, fmt, NULL, s->part) : AVERROR_MUXER_NOT_FOUND;
@@ -371,6 +419,8 @@ static void stop(reel_element *e)
         drop_head(s);
     avcodec_parameters_free(&s->par);
     g_clear_pointer(&s->rules, g_strfreev);
+    if (s->events)
+        g_string_free(g_steal_pointer(&s->events), TRUE);
 }
 
 const reel_element_class reel_record_class = {

@@ -99,6 +99,19 @@ static void check_clip(const char *name, double first, double last)
     if (fabs(pts[0] - first) > 1e-3 || fabs(pts[n - 1] - last) > 1e-3)
         fail_msg("%s: frames from %.3f to %.3f s, wanted %.3f to %.3f", name, pts[0], pts[n - 1], first, last);
     assert_int_equal(n, (int)lround((last - first) * 25) + 1); // every frame between, once
+    // Beside it, what it holds: its span, its trigger, the events in it.
+    char *json = g_strconcat(path, ".json", NULL), *text = NULL;
+    assert_true(g_file_get_contents(json, &text, NULL, NULL));
+    char *span = g_strdup_printf("\"start\": %.6f, \"end\": %.6f", first, last);
+    if (!strstr(text, span) || !strstr(text, "\"clip\": \"") || !strstr(text, "\"stream\": 0"))
+        fail_msg("%s: %s, wanted %s", json, text, span);
+    if (strstr(name, "cross-gate") && (!strstr(text, "\"trigger\": \"cross-gate\"") ||
+                                       !strstr(text, "\"event\": {\"type\": \"cross\", \"line\": \"gate\", \"track\": 1")))
+        fail_msg("%s: %s", json, text);
+    g_free(span);
+    g_free(text);
+    g_unlink(json);
+    g_free(json);
     g_unlink(path);
     g_free(part);
     g_free(path);
@@ -138,6 +151,12 @@ static void test_extend_cap_and_mark(void **state)
     int n = probe(path, pts, key, 256);
     assert_true(n > 0 && key[0]);
     assert_true(pts[n - 1] - pts[0] <= 0.2 + 0.2 + 0.4 + 1e-3);
+    char *json = g_strconcat(path, ".json", NULL), *text = NULL;
+    assert_true(g_file_get_contents(json, &text, NULL, NULL));
+    assert_non_null(strstr(text, "\"trigger\": \"door-bell\""));
+    g_free(text);
+    g_unlink(json);
+    g_free(json);
     g_unlink(path);
     g_free(path);
 }
