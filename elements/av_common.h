@@ -42,4 +42,8 @@ void reel_av_frame_view(AVFrame *frame, const reel_buffer *b);
 // false when FFmpeg's pixel format has no reel equivalent.
 bool reel_av_frame_caps(const AVFrame *frame, reel_fraction rate, reel_caps *out);
 
+// `in` scaled to w x h (sides made even) as a full-range JPEG; 0, or a
+// REEL_E* code with *error set.
+int reel_av_jpeg(const AVFrame *in, int w, int h, GBytes **jpeg, GError **error);
+
 #endif

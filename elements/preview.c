@@ -6,8 +6,6 @@
 // thread, at their rate.
 #include "elements/av_common.h"
 
-#include <libavutil/opt.h>
-#include <libswscale/swscale.h>
 
 typedef struct preview_priv {
     GMutex lock;
@@ -55,61 +53,6 @@ static void stop(reel_element *e)
     drop_last(reel_element_priv(e));
 }
 
-// The frame scaled to w x h as full-range yuv420p, then JPEG.
-static int encode_jpeg(reel_element *e, const reel_buffer *in, int w, int h, GBytes **jpeg, GError **error)
-{
-    int rc = REEL_ENOMEM;
-    const AVCodec *codec = avcodec_find_encoder(AV_CODEC_ID_MJPEG);
-    AVCodecContext *c = codec ? avcodec_alloc_context3(codec) : NULL;
-    AVFrame *out = av_frame_alloc(), *view = av_frame_alloc();
-    AVPacket *pkt = av_packet_alloc();
-    struct SwsContext *sws = NULL;
-    if (!c || !out || !view || !pkt)
-        goto fail;
-    c->width = w;
-    c->height = h;
-    c->pix_fmt = AV_PIX_FMT_YUVJ420P;
-    c->time_base = (AVRational){ 1, 25 };
-    c->color_range = AVCOL_RANGE_JPEG;
-    av_opt_set_int(c, "qmin", 2, AV_OPT_SEARCH_CHILDREN);
-    c->flags |= AV_CODEC_FLAG_QSCALE;
-    c->global_quality = FF_QP2LAMBDA * 4;
-    out->format = AV_PIX_FMT_YUVJ420P;
-    out->width = w;
-    out->height = h;
-    reel_av_frame_view(view, in);
-    enum AVPixelFormat src = reel_av_pixfmt(__builtin_ctzll(in->format.pixfmts));
-    sws = sws_getContext(in->format.width, in->format.height, src, w, h, AV_PIX_FMT_YUVJ420P, SWS_BILINEAR, NULL,
-                         NULL, NULL);
-    int ret;
-    if (!sws || av_frame_get_buffer(out, 0) < 0 || avcodec_open2(c, codec, NULL) < 0) {
-        rc = REEL_EUNSUPPORTED;
-        goto fail;
-    }
-    sws_scale(sws, (const uint8_t *const *)view->data, view->linesize, 0, in->format.height, out->data,
-              out->linesize);
-    out->quality = c->global_quality;
-    if ((ret = avcodec_send_frame(c, out)) < 0 || (ret = avcodec_send_frame(c, NULL)) < 0
-        || (ret = avcodec_receive_packet(c, pkt)) < 0) {
-        rc = REEL_EFORMAT;
-        g_set_error(error, REEL_ERROR, rc, "%s: cannot encode a JPEG: %s", reel_element_name(e), reel_av_err(ret));
-        goto done;
-    }
-    *jpeg = g_bytes_new(pkt->data, (gsize)pkt->size);
-    rc = 0;
-    goto done;
-fail:
-    g_set_error(error, REEL_ERROR, rc, "%s: cannot set up a JPEG of %dx%d %s", reel_element_name(e), w, h,
-                reel_pixfmt_name(__builtin_ctzll(in->format.pixfmts)));
-done:
-    sws_freeContext(sws);
-    av_packet_free(&pkt);
-    av_frame_free(&view);
-    av_frame_free(&out);
-    avcodec_free_context(&c);
-    return rc;
-}
-
 static int snapshot(reel_element *e, int max_width, GBytes **jpeg, GError **error)
 {
     preview_priv *s = reel_element_priv(e);
@@ -128,7 +71,15 @@ static int snapshot(reel_element *e, int max_width, GBytes **jpeg, GError **erro
     // JPEG's 4:2:0 wants even sides.
     w = MAX(2, w & ~1);
     h = MAX(2, h & ~1);
-    int rc = encode_jpeg(e, frame, w, h, jpeg, error);
+    AVFrame *view = av_frame_alloc();
+    int rc = REEL_ENOMEM;
+    if (view) {
+        reel_av_frame_view(view, frame);
+        rc = reel_av_jpeg(view, w, h, jpeg, error);
+        av_frame_free(&view);
+    }
+    if (rc < 0 && error && *error)
+        g_prefix_error(error, "%s: ", reel_element_name(e));
     reel_buffer_unref(&frame);
     return rc;
 }

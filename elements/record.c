@@ -5,7 +5,8 @@
 // during a clip extending it up to `max-length`. Triggers: events of
 // `zones` and detections of a class in the packets' metadata (after
 // `encode`, which hands each frame's findings to its packet), or setting
-// `mark` while running (an application, `reel serve`'s PATCH). A clip is
+// `mark` while running (an application, `reel serve`'s PATCH); with
+// `snapshot`, the trigger's picture as a JPEG too. A clip is
 // written as NAME.part and renamed once finalized, like `sink`, with
 // NAME.json beside it (its span, its trigger and the zones events in it); a
 // clip that cannot be written (the disk full) is dropped with a warning and
@@ -25,6 +26,7 @@ typedef struct record_priv {
     int buffer_mb;
     char *trigger;
     char *mark;
+    bool snapshot;
 
     char **rules;           // parsed `trigger`: TYPE, TYPE@REGION or class:LABEL; NULL: any event
     GQueue ring;            // reel_buffer, oldest first, from a keyframe
@@ -63,6 +65,8 @@ static const reel_prop props[] = {
     { "trigger", REEL_PROP_STRING, offsetof(record_priv, trigger), "any", .check = check_trigger,
       .help = "what starts a clip, comma-separated: any (every event), enter, leave, loiter, cross (TYPE@NAME: "
               "of that zone or line only), class:LABEL (a detection of that class), none (only mark)" },
+    { "snapshot", REEL_PROP_BOOL, offsetof(record_priv, snapshot), "false", .flags = REEL_PROP_MUTABLE,
+      .help = "also write the trigger's picture as NAME.jpg (what the clip shows, overlay included)" },
     { "mark", REEL_PROP_STRING, offsetof(record_priv, mark), NULL, .flags = REEL_PROP_MUTABLE,
       .help = "set while running to record now; the value is the clip's {event}" },
     { NULL },
@@ -293,6 +297,68 @@ static bool write_packet(reel_element *e, const reel_buffer *b)
     return true;
 }
 
+// The picture of the newest packet (the trigger's) as NAME.jpg: decoded
+// from the keyframe before it, on this thread, once per clip.
+static void write_snapshot(reel_element *e)
+{
+    record_priv *s = reel_element_priv(e);
+    GList *key = NULL;
+    for (GList *l = s->ring.head; l; l = l->next)
+        if (is_key(l->data))
+            key = l;
+    const reel_buffer *want = s->ring.tail ? s->ring.tail->data : NULL;
+    const AVCodec *codec = s->par ? avcodec_find_decoder(s->par->codec_id) : NULL;
+    AVCodecContext *c = codec ? avcodec_alloc_context3(codec) : NULL;
+    AVPacket *pkt = av_packet_alloc();
+    AVFrame *frame = av_frame_alloc(), *shot = av_frame_alloc();
+    bool got = false;
+    if (key && c && pkt && frame && shot && avcodec_parameters_to_context(c, s->par) >= 0 &&
+        avcodec_open2(c, codec, NULL) >= 0) {
+        for (GList *l = key; l; l = l->next) {
+            const reel_buffer *b = l->data;
+            pkt->data = b->data ? b->data : b->planes[0];
+            pkt->size = (int)b->size;
+            pkt->pts = b->pts;
+            pkt->dts = b->dts == REEL_PTS_NONE ? b->pts : b->dts;
+            pkt->flags = is_key(b) ? AV_PKT_FLAG_KEY : 0;
+            avcodec_send_packet(c, pkt);
+            while (avcodec_receive_frame(c, frame) >= 0) {
+                if (!got || frame->pts == want->pts) {
+                    av_frame_unref(shot);
+                    av_frame_move_ref(shot, frame);
+                    got = true;
+                }
+                av_frame_unref(frame);
+            }
+        }
+        avcodec_send_packet(c, NULL);
+        while (avcodec_receive_frame(c, frame) >= 0) {
+            if (frame->pts == want->pts) {
+                av_frame_unref(shot);
+                av_frame_move_ref(shot, frame);
+                got = true;
+            }
+            av_frame_unref(frame);
+        }
+    }
+    GBytes *jpeg = NULL;
+    GError *err = NULL;
+    char *path = g_strconcat(s->path, ".jpg", NULL);
+    if (!got)
+        reel_element_warning(e, "no picture for %s: the trigger's packet did not decode", path);
+    else if (reel_av_jpeg(shot, shot->width, shot->height, &jpeg, &err) < 0 ||
+             !g_file_set_contents(path, g_bytes_get_data(jpeg, NULL), (gssize)g_bytes_get_size(jpeg), &err))
+        reel_element_warning(e, "no picture for %s: %s", path, err ? err->message : "?");
+    g_clear_error(&err);
+    if (jpeg)
+        g_bytes_unref(jpeg);
+    g_free(path);
+    av_frame_free(&shot);
+    av_frame_free(&frame);
+    av_packet_free(&pkt);
+    avcodec_free_context(&c);
+}
+
 // Starts a clip at trigger time `at`: the pre-roll from the keyframe at or
 // before at - pre, then what comes.
 static void open_clip(reel_element *e, const reel_buffer *b, const char *event, double at)
@@ -336,6 +402,8 @@ static void open_clip(reel_element *e, const reel_buffer *b, const char *event, 
     for (GList *l = from; l && s->oc; l = l->next)
         if (!write_packet(e, l->data))
             close_clip(e, false);
+    if (s->oc && s->snapshot)
+        write_snapshot(e);
 }
 
 // ---- the element ---------------------------------------------------------------

@@ -3,7 +3,8 @@
 // 61, 25 fps) go through zones ! encode (a keyframe every 10 frames) !
 // record pre=0.5 post=0.4 trigger=cross: each clip must start at the
 // keyframe at or before its trigger - pre, on a keyframe, and end at its
-// trigger + post; `mark` records on demand; bad triggers are refused.
+// trigger + post, with its .json and, asked, the trigger's picture; `mark`
+// records on demand; bad triggers are refused.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,6 +113,19 @@ static void check_clip(const char *name, double first, double last)
     g_free(text);
     g_unlink(json);
     g_free(json);
+    // With snapshot=true, the trigger's picture: a 64x48 JPEG.
+    char *jpg = g_strconcat(path, ".jpg", NULL);
+    if (strstr(name, "clip-")) {
+        char *out = NULL;
+        const char *argv[] = { "ffprobe", "-v", "error", "-show_entries", "stream=codec_name,width,height", "-of",
+                               "csv=p=0", jpg, NULL };
+        assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, NULL, NULL, NULL));
+        if (!g_str_has_prefix(out, "mjpeg,64,48"))
+            fail_msg("%s: %s, wanted a 64x48 JPEG", jpg, out);
+        g_free(out);
+    }
+    g_unlink(jpg);
+    g_free(jpg);
     g_unlink(path);
     g_free(part);
     g_free(path);
@@ -120,7 +134,8 @@ static void check_clip(const char *name, double first, double last)
 static void test_clips_around_crossings(void **state)
 {
     (void)state;
-    char *props = g_strdup_printf("location=%s/clip-{n}-{event}.mkv pre=0.5 post=0.4 trigger=cross", dir);
+    char *props = g_strdup_printf("location=%s/clip-{n}-{event}.mkv pre=0.5 post=0.4 trigger=cross snapshot=true",
+                                  dir);
     run(props, -1);
     g_free(props);
     // Crossing at frame 20 (0.80 s): from the keyframe at or before 0.30 s

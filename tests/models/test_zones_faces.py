@@ -129,7 +129,7 @@ subprocess.run([reel, "run", "-q", "-f", os.path.join(work, "counting.reel")], c
 with open(os.path.join(sample_dir, "counting.jsonl")) as f:
     last = [json.loads(line) for line in f][-1]
 clips = [f for f in os.listdir(sample_dir) if f.startswith("door-") and f.endswith("-1.mkv")]
-if last["lines"][0]["in"] != 1 or len(clips) != 1:
+if last["lines"][0]["in"] != 1 or len(clips) != 1 or not os.path.getsize(os.path.join(sample_dir, clips[0] + ".jpg")):
     fail(f"samples/counting.reel: door {last['lines'][0]}, clips {sorted(os.listdir(sample_dir))}")
 print(f"samples/counting.reel counted {last['lines'][0]} and wrote {clips[0]}")
 
