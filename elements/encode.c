@@ -121,6 +121,10 @@ static int configure(reel_element *e, int pad, reel_caps *out)
     return 0;
 }
 
+// Frames an encoder holds at most (x264's lookahead and B-frames take a
+// few dozen).
+#define MAX_IN_FLIGHT 512
+
 // What a frame's packet takes from it: what vision elements found.
 static const reel_meta_type *const carried[] = { &reel_detections_meta, &reel_classifications_meta,
                                                  &reel_analytics_meta };
@@ -144,6 +148,21 @@ static void carry_props(encode_priv *s, reel_buffer *pkt)
         carry(pkt, frame);
         g_hash_table_remove(s->in_flight, &pts);
     }
+}
+
+// An encoder that drops a frame never gives its packet: past what any
+// encoder holds, the oldest frame's findings go, so memory stays bounded.
+static void forget_oldest(encode_priv *s)
+{
+    if (g_hash_table_size(s->in_flight) <= MAX_IN_FLIGHT)
+        return;
+    GHashTableIter it;
+    gpointer key;
+    gint64 oldest = G_MAXINT64;
+    g_hash_table_iter_init(&it, s->in_flight);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        oldest = MIN(oldest, *(gint64 *)key);
+    g_hash_table_remove(s->in_flight, &oldest);
 }
 
 static void unref_carrier(gpointer b)
@@ -327,6 +346,7 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
             *key = fr->pts;
             g_hash_table_replace(s->in_flight, key, carrier);
         }
+        forget_oldest(s);
     }
     int ret = avcodec_send_frame(s->ctx, fr);
     av_frame_unref(fr);
