@@ -215,6 +215,20 @@ int reel_model_resolve(const char *spec, reel_model_file *ref, GError **error)
     return 0;
 }
 
+char *reel_model_find(const char *spec, char **manifest, GError **error)
+{
+    reel_model_file ref;
+    if (manifest)
+        *manifest = NULL;
+    if (reel_model_resolve(spec, &ref, error) < 0)
+        return NULL;
+    char *path = g_steal_pointer(&ref.path);
+    if (manifest)
+        *manifest = g_steal_pointer(&ref.manifest);
+    reel_model_file_clear(&ref);
+    return path;
+}
+
 enum { MANIFEST_REFUSED = REEL_PROP_READS_FILE | REEL_PROP_WRITES_FILE | REEL_PROP_READS_URL | REEL_PROP_WRITES_URL |
                           REEL_PROP_TEST_HOOK | REEL_PROP_NATS_SUBJECT | REEL_PROP_READS_ENV };
 

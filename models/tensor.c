@@ -54,6 +54,11 @@ reel_tensor *reel_tensor_new(reel_dtype dtype, int rank, const int64_t *shape)
     return t;
 }
 
+static void keep_data(void *opaque)
+{
+    (void)opaque;
+}
+
 reel_tensor *reel_tensor_wrap(reel_dtype dtype, int rank, const int64_t *shape, void *data, size_t nbytes,
                               void (*release)(void *opaque), void *opaque)
 {
@@ -65,7 +70,7 @@ reel_tensor *reel_tensor_wrap(reel_dtype dtype, int rank, const int64_t *shape, 
     }
     reel_tensor *t = header(dtype, rank, shape, need);
     t->data = data;
-    t->release_ = release;
+    t->release_ = release ? release : keep_data; // the caller's: never free()d here
     t->opaque_ = opaque;
     return t;
 }

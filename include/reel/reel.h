@@ -15,6 +15,7 @@
 #include "pipeline.h"
 #include "tensor.h"
 #include "vision.h"
+#include "zoo.h"
 #include "export.h"
 #include <reel/version.h>
 
