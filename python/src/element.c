@@ -212,8 +212,12 @@ static int add_prop(py_class *pc, int i, PyObject *key, PyObject *def)
         p->min = G_MININT, p->max = G_MAXINT;
         p->def = g_strdup_printf("%ld", v);
     } else if (PyFloat_Check(def)) {
+        PyObject *text = PyObject_Repr(def); // the shortest text that reads back as the same number
+        if (!text)
+            return -1;
         p->type = REEL_PROP_DOUBLE;
-        p->def = g_strdup_printf("%.17g", PyFloat_AsDouble(def));
+        p->def = g_strdup(PyUnicode_AsUTF8(text));
+        Py_DECREF(text);
     } else if (PyUnicode_Check(def)) {
         p->type = REEL_PROP_STRING;
         p->def = g_strdup(PyUnicode_AsUTF8(def));
