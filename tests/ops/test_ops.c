@@ -216,6 +216,34 @@ static reel_tensor *Tseq(int rank, const int64_t *shape)
 
 // ---- elementwise ------------------------------------------------------------
 
+static int wrap_released;
+static void count_release(void *opaque)
+{
+    wrap_released += *(int *)opaque;
+}
+
+// A wrapped tensor borrows its elements: freeing it calls release, or
+// nothing without one (the caller's stack array below must not be free()d).
+static void test_tensor_wrap_borrows(void **state)
+{
+    (void)state;
+    float data[6] = { 1, 2, 3, 4, 5, 6 };
+    int64_t shape[2] = { 2, 3 };
+    reel_tensor *t = reel_tensor_wrap(REEL_DTYPE_FLOAT32, 2, shape, data, sizeof data, NULL, NULL);
+    assert_non_null(t);
+    assert_ptr_equal(t->data, data);
+    reel_tensor_free(&t);
+    assert_null(t);
+    assert_float_equal(data[5], 6, 0);
+    int one = 1;
+    t = reel_tensor_wrap(REEL_DTYPE_FLOAT32, 2, shape, data, sizeof data, count_release, &one);
+    reel_tensor_free(&t);
+    assert_int_equal(wrap_released, 1);
+    // Too small for its shape: NULL, and release is still called.
+    assert_null(reel_tensor_wrap(REEL_DTYPE_FLOAT32, 2, shape, data, sizeof data - 1, count_release, &one));
+    assert_int_equal(wrap_released, 2);
+}
+
 static void test_add_broadcast(void **state)
 {
     (void)state;
@@ -847,6 +875,7 @@ static void test_softmax(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tensor_wrap_borrows),
         cmocka_unit_test(test_add_broadcast),
         cmocka_unit_test(test_binary_rejects),
         cmocka_unit_test(test_pow),
