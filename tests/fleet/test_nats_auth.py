@@ -23,6 +23,7 @@ Each case ends by searching everything reel printed and stored (every command's 
 logs, `reel jobs` and its JSON, the server's store holding the job records) for the case's secrets:
 none may appear. Exit 77 (skip) without nats-server, openssl or python3-cryptography."""
 import base64
+import glob
 import hashlib
 import json
 import os
@@ -499,6 +500,12 @@ def main():
     tmp = tempfile.mkdtemp(prefix="reel-nats-auth-")
     try:
         globals()["case_" + case](tmp)
+    except BaseException:
+        # What the servers saw, for a failure that does not come again (their
+        # logs name users by public key only).
+        for log in sorted(glob.glob(os.path.join(tmp, "nats-*.log"))):
+            print(f"--- {os.path.basename(log)}, last lines:\n" + "\n".join(read(log).splitlines()[-15:]))
+        raise
     finally:
         for p in fleet.procs:
             if p.poll() is None:
