@@ -19,7 +19,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 

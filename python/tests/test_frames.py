@@ -1,7 +1,6 @@
 # Frames: numpy views without copies, pushing numpy into appsrc, lifetime,
 # references, threads and Ctrl-C.
 import gc
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,6 @@ import numpy as np
 import pytest
 
 import reel
-from conftest import run_python
 
 
 def echo(fmt, w, h, n=1, **push):
@@ -150,7 +148,6 @@ def test_two_pipelines_from_two_threads():
         p.close()
 
     threads = [threading.Thread(target=work, args=(k, 40 + k)) for k in range(2)]
-    start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:

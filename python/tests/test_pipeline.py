@@ -1,8 +1,6 @@
 # reel.Pipeline: building, running, reports, properties, errors.
 import json
-import os
 
-import numpy as np
 import pytest
 
 import reel
@@ -31,7 +29,7 @@ def test_run_to_end_and_report():
     assert by_name["id"]["device"] == "cpu"
     assert "memory" in rep and rep["wall_s"] >= 0
     assert p.frames_done == 20
-    assert p.elements[:2] == ["testsrc0", "capsfilter0"] or "id" in p.elements
+    assert {"id", "s"} <= set(p.elements)
     p.close()
 
 

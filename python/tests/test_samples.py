@@ -4,8 +4,6 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 from conftest import SOURCE
 
 SAMPLES = os.path.join(SOURCE, "samples", "python")

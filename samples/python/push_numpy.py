@@ -4,7 +4,6 @@
     samples/python/push_numpy.py OUT.mp4 [FRAMES]
 """
 import sys
-import threading
 
 import numpy as np
 
