@@ -371,6 +371,9 @@ int main(int argc, char **argv)
     printf("%d passed, %d failed, %d skipped (%d known exclusions)\n", pass, fail, skip + excl, excl);
     printf("floor (%s): %d cases pass on the cpu and with a Vulkan session, %d of them with nodes on the device\n",
            REEL_CONFORMANCE_LIST, floor, floor_device);
+    if (!filter)
+        printf("conformance: %d of the %u ONNX cases pass (%.1f%%)\n", pass, names->len,
+               names->len ? 100.0 * pass / names->len : 0.0);
     if (device)
         printf("%s: %d of the passing cases ran nodes on it\n", spec, on_device);
     if (device && reel_device_validation_messages()) {
