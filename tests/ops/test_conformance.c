@@ -18,6 +18,7 @@
 
 #include "models/ir.h"
 #include "models/onnx/load.h"
+#include "models/op.h"
 #include "reel/error.h"
 #include "reel/model.h"
 
@@ -191,6 +192,47 @@ static gint by_name(gconstpointer a, gconstpointer b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+// Counts, per op reel lacks, the skipped cases that use it (op name -> count).
+static void tally_unsupported(const char *name, GHashTable *ops)
+{
+    g_autofree char *path = g_build_filename(DATA_DIR, name, "model.onnx", NULL);
+    reel_ir_graph *g = reel_onnx_load(path, NULL);
+    if (!g)
+        return;
+    GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < g->nodes->len; i++) {
+        const char *op = reel_ir_node_at(g, (int)i)->op;
+        if (reel_op_find(op) || !g_hash_table_add(seen, (gpointer)op))
+            continue;
+        int count = GPOINTER_TO_INT(g_hash_table_lookup(ops, op));
+        g_hash_table_insert(ops, g_strdup(op), GINT_TO_POINTER(count + 1));
+    }
+    g_hash_table_destroy(seen);
+    reel_ir_graph_free(&g);
+}
+
+static GHashTable *tally_counts;
+static gint by_count(gconstpointer a, gconstpointer b)
+{
+    int ca = GPOINTER_TO_INT(g_hash_table_lookup(tally_counts, a)), cb = GPOINTER_TO_INT(g_hash_table_lookup(tally_counts, b));
+    return ca != cb ? cb - ca : strcmp(a, b);
+}
+
+// One line naming every op the skipped cases need, most used first.
+static void print_unsupported(GHashTable *ops)
+{
+    if (!g_hash_table_size(ops))
+        return;
+    tally_counts = ops;
+    GList *names = g_list_sort(g_hash_table_get_keys(ops), by_count);
+    GString *s = g_string_new("ops the skipped cases need (cases):");
+    for (GList *l = names; l; l = l->next)
+        g_string_append_printf(s, " %s (%d)", (const char *)l->data, GPOINTER_TO_INT(g_hash_table_lookup(ops, l->data)));
+    printf("%s\n", s->str);
+    g_string_free(s, TRUE);
+    g_list_free(names);
+}
+
 // ---- the committed list of passing cases ----------------------------------------
 
 #define UPDATE_HOW "test_conformance --update rewrites the list"
@@ -313,6 +355,7 @@ int main(int argc, char **argv)
     }
     int pass = 0, fail = 0, skip = 0, excl = 0, on_device = 0;
     GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+    GHashTable *unsupported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (guint i = 0; i < names->len; i++) {
         const char *name = names->pdata[i];
         char why[1024] = "";
@@ -345,6 +388,7 @@ int main(int argc, char **argv)
         } else if (r == R_SKIP) {
             skip++;
             printf("SKIP %s: %s\n", name, why);
+            tally_unsupported(name, unsupported);
         } else if (reason) {
             excl++;
             printf("EXCLUDED %s: %s (%s)\n", name, reason, why);
@@ -371,6 +415,8 @@ int main(int argc, char **argv)
     printf("%d passed, %d failed, %d skipped (%d known exclusions)\n", pass, fail, skip + excl, excl);
     printf("floor (%s): %d cases pass on the cpu and with a Vulkan session, %d of them with nodes on the device\n",
            REEL_CONFORMANCE_LIST, floor, floor_device);
+    print_unsupported(unsupported);
+    g_hash_table_destroy(unsupported);
     if (!filter)
         printf("conformance: %d of the %u ONNX cases pass (%.1f%%)\n", pass, names->len,
                names->len ? 100.0 * pass / names->len : 0.0);
