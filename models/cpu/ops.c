@@ -7,10 +7,36 @@
 extern const reel_op *const reel_ops_elementwise[]; // models/cpu/elementwise.c: math, activations, comparisons
 extern const reel_op *const reel_ops_shape[];       // models/cpu/shape.c: reshape, transpose, slice, concat, ...
 extern const reel_op *const reel_ops_reduce[];      // models/cpu/reduce.c: reductions, softmax
+extern const reel_op *const reel_ops_unary[]; // models/cpu/unary.c
+extern const reel_op *const reel_ops_logic[]; // models/cpu/logic.c
+extern const reel_op *const reel_ops_select[]; // models/cpu/select.c
+extern const reel_op *const reel_ops_normalize[]; // models/cpu/normalize.c
+extern const reel_op *const reel_ops_roi[]; // models/cpu/roi.c
+extern const reel_op *const reel_ops_index[]; // models/cpu/index.c
+extern const reel_op *const reel_ops_layout[]; // models/cpu/layout.c
+extern const reel_op *const reel_ops_rnn[]; // models/cpu/rnn.c
+extern const reel_op *const reel_ops_signal[]; // models/cpu/signal.c
+extern const reel_op *const reel_ops_linalg[]; // models/cpu/linalg.c
+extern const reel_op *const reel_ops_loss[]; // models/cpu/loss.c
 extern const reel_op *const reel_ops_nn[];          // models/cpu/conv.c, gemm.c, pool.c, norm.c, resize.c
 
 const reel_op *const *const reel_op_tables[] = {
-    reel_ops_elementwise, reel_ops_shape, reel_ops_reduce, reel_ops_nn, NULL,
+    reel_ops_elementwise,
+    reel_ops_shape,
+    reel_ops_reduce,
+    reel_ops_nn,
+    reel_ops_unary,
+    reel_ops_logic,
+    reel_ops_select,
+    reel_ops_normalize,
+    reel_ops_roi,
+    reel_ops_index,
+    reel_ops_layout,
+    reel_ops_rnn,
+    reel_ops_signal,
+    reel_ops_linalg,
+    reel_ops_loss,
+    NULL,
 };
 
 const reel_op *reel_op_find(const char *name)

@@ -174,7 +174,13 @@ int vk_ctx_dispatch(vk_ctx *ctx, reel_kernel *kernel, reel_mem *const *buffers, 
 
 const vk_op *vk_op_find(const char *name)
 {
-    const vk_op *const *tables[] = { vk_ops_nn, vk_ops_basic, vk_ops_resize, vk_ops_misc, vk_ops_reduce, vk_ops_convt };
+    const vk_op *const *tables[] = {
+        vk_ops_nn, vk_ops_basic, vk_ops_resize, vk_ops_misc, vk_ops_reduce, vk_ops_convt,
+        vk_ops_unary,
+        vk_ops_select,
+        vk_ops_norm,
+        vk_ops_index,
+    };
     for (size_t t = 0; t < G_N_ELEMENTS(tables); t++)
         for (const vk_op *const *op = tables[t]; *op; op++)
             if (strcmp((*op)->name, name) == 0)

@@ -107,6 +107,10 @@ extern const vk_op *const vk_ops_resize[]; // models/vulkan/ops_resize.c: Resize
 extern const vk_op *const vk_ops_misc[];
 extern const vk_op *const vk_ops_reduce[]; // models/vulkan/ops_reduce.c: ReduceSum, ReduceMean, ReduceMax
 extern const vk_op *const vk_ops_convt[];  // models/vulkan/ops_convt.c: ConvTranspose, BatchNormalization
+extern const vk_op *const vk_ops_unary[];  // models/vulkan/ops_unary.c
+extern const vk_op *const vk_ops_select[]; // models/vulkan/ops_select.c
+extern const vk_op *const vk_ops_norm[];   // models/vulkan/ops_norm.c
+extern const vk_op *const vk_ops_index[];  // models/vulkan/ops_index.c
 const vk_op *vk_op_find(const char *name);
 
 // count float32 values in src into float16 ones in dst, on the device

@@ -1,0 +1,6 @@
+// Einsum, Det.
+#include "models/op.h"
+
+const reel_op *const reel_ops_linalg[] = {
+    NULL,
+};
