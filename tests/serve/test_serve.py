@@ -49,15 +49,9 @@ class Serve:
 
     def __init__(self, reel, tmp, *args, listen="127.0.0.1:0"):
         self.log = os.path.join(tmp, f"serve-{time.monotonic_ns()}.log")
-        env = dict(os.environ)
-        if "--tls-cert" in args:
-            # Under the sanitizers, LeakSanitizer's tracer crashes at exit
-            # once GnuTLS (glib-networking) has run; leaks are checked by
-            # the plain-HTTP cases, the address checks stay on here.
-            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen([reel, "serve", "--listen", listen, *args], stdout=subprocess.DEVNULL,
-                                         stderr=err, env=env, cwd=tmp)
+                                         stderr=err, cwd=tmp)
         m = wait_for("reel serve to listen", lambda: re.search(r"\(port (\d+)\)", read(self.log))
                      or self.proc.poll() is not None, 30)
         if self.proc.poll() is not None:
