@@ -10,7 +10,9 @@
 
 #include <string.h>
 
+#if REEL_WITH_CAPTURE
 #include <libavdevice/avdevice.h>
+#endif
 #include <libavformat/avformat.h>
 #include <libavutil/mathematics.h>
 
@@ -217,7 +219,8 @@ static int connect_input(reel_element *e, char **why)
     source_priv *s = reel_element_priv(e);
     const AVInputFormat *ifmt = NULL;
     if (s->format && *s->format && !(ifmt = av_find_input_format(s->format))) {
-        *why = g_strdup_printf("unknown input format '%s'", s->format);
+        *why = g_strdup_printf("unknown input format '%s'%s", s->format,
+                               REEL_WITH_CAPTURE ? "" : " (this build has no capture devices: REEL_WITH_CAPTURE=OFF)");
         return REEL_EINVAL;
     }
     close_input(s);
@@ -313,11 +316,13 @@ static int wait_to_join(reel_element *e, const char *why)
 static int open_input(reel_element *e)
 {
     source_priv *s = reel_element_priv(e);
+#if REEL_WITH_CAPTURE
     static gsize devices_registered;
     if (g_once_init_enter(&devices_registered)) {
         avdevice_register_all();
         g_once_init_leave(&devices_registered, 1);
     }
+#endif
     if (!s->location || !*s->location)
         return reel_element_error(e, REEL_EINVAL, "no input: set location=FILE or URL");
     if (s->waiting && !reel_element_wait_until(e, g_get_monotonic_time() + s->wait_delay_ms * 1000))
