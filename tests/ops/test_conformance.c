@@ -22,7 +22,15 @@
 #include "reel/error.h"
 #include "reel/model.h"
 
-#define DATA_DIR "/usr/share/libonnx-testdata/data/node"
+// REEL_CONFORMANCE_DATA and REEL_CONFORMANCE_LIST_FILE name copies of the
+// cases and the list elsewhere: a bundle run on a machine without the build.
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = g_getenv(name);
+    return v && *v ? v : fallback;
+}
+#define DATA_DIR env_or("REEL_CONFORMANCE_DATA", "/usr/share/libonnx-testdata/data/node")
+#define LIST_PATH env_or("REEL_CONFORMANCE_LIST_FILE", REEL_CONFORMANCE_LIST)
 
 // Supported ops whose cases cannot pass yet, with the reason (none today).
 static const struct { const char *name, *reason; } exclusions[] = {
@@ -304,15 +312,15 @@ static int update(GPtrArray *names, const char *spec)
         marked += nodes > 0;
         g_string_append_printf(out, "%s%s\n", name, nodes > 0 ? " device" : "");
     }
-    if (!fail && !g_file_set_contents(REEL_CONFORMANCE_LIST, out->str, (gssize)out->len, &error)) {
+    if (!fail && !g_file_set_contents(LIST_PATH, out->str, (gssize)out->len, &error)) {
         printf("FAIL: %s\n", error->message);
         g_clear_error(&error);
         fail++;
     }
     if (!fail)
-        printf("%s: %d passing cases, %d of them with nodes on %s\n", REEL_CONFORMANCE_LIST, pass, marked, spec);
+        printf("%s: %d passing cases, %d of them with nodes on %s\n", LIST_PATH, pass, marked, spec);
     else
-        printf("%s not written\n", REEL_CONFORMANCE_LIST);
+        printf("%s not written\n", LIST_PATH);
     g_string_free(out, TRUE);
     reel_device_unref(&dev);
     return fail ? 1 : 0;
@@ -347,7 +355,7 @@ int main(int argc, char **argv)
         g_ptr_array_free(names, TRUE);
         return rc;
     }
-    GHashTable *list = read_list(REEL_CONFORMANCE_LIST);
+    GHashTable *list = read_list(LIST_PATH);
     if (!list) {
         reel_device_unref(&device);
         g_ptr_array_free(names, TRUE);
@@ -371,12 +379,12 @@ int main(int argc, char **argv)
                 printf("FAIL %s: passes, but is a known exclusion: remove it from exclusions[]\n", name);
             } else if (!listed) {
                 fail++;
-                printf("FAIL %s: passes, but %s does not list it: add it (%s)\n", name, REEL_CONFORMANCE_LIST,
+                printf("FAIL %s: passes, but %s does not list it: add it (%s)\n", name, LIST_PATH,
                        UPDATE_HOW);
             } else if (device && (listed == LISTED_DEVICE) != (nodes > 0)) {
                 fail++;
                 printf("FAIL %s: %d node%s on %s, but %s %s (%s)\n", name, nodes, nodes == 1 ? "" : "s", spec,
-                       REEL_CONFORMANCE_LIST, nodes ? "does not mark it \"device\"" : "marks it \"device\"",
+                       LIST_PATH, nodes ? "does not mark it \"device\"" : "marks it \"device\"",
                        UPDATE_HOW);
             } else {
                 pass++;
@@ -384,7 +392,7 @@ int main(int argc, char **argv)
             }
         } else if (listed) {
             fail++;
-            printf("FAIL %s: %s (%s lists it as passing)\n", name, why, REEL_CONFORMANCE_LIST);
+            printf("FAIL %s: %s (%s lists it as passing)\n", name, why, LIST_PATH);
         } else if (r == R_SKIP) {
             skip++;
             printf("SKIP %s: %s\n", name, why);
@@ -409,12 +417,12 @@ int main(int argc, char **argv)
         floor_device += GPOINTER_TO_INT(value) == LISTED_DEVICE;
         if (!g_hash_table_contains(seen, key)) {
             fail++;
-            printf("FAIL %s: listed in %s, but not in %s\n", (const char *)key, REEL_CONFORMANCE_LIST, DATA_DIR);
+            printf("FAIL %s: listed in %s, but not in %s\n", (const char *)key, LIST_PATH, DATA_DIR);
         }
     }
     printf("%d passed, %d failed, %d skipped (%d known exclusions)\n", pass, fail, skip + excl, excl);
     printf("floor (%s): %d cases pass on the cpu and with a Vulkan session, %d of them with nodes on the device\n",
-           REEL_CONFORMANCE_LIST, floor, floor_device);
+           LIST_PATH, floor, floor_device);
     print_unsupported(unsupported);
     g_hash_table_destroy(unsupported);
     if (!filter)
