@@ -3,8 +3,9 @@
 // from the model's multiply-adds, and where the nodes ran. A program of its
 // own, linked only to the model runtime, so that it travels to machines
 // without FFmpeg.
-//   bench-gpu MODEL.onnx DEVICE [RUNS]
+//   bench-gpu MODEL.onnx DEVICE [RUNS [fp32|fp16]]
 //   bench-gpu --list          (the Vulkan devices' specs, one a line)
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +44,20 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: %s MODEL.onnx DEVICE [RUNS]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.onnx DEVICE [RUNS [fp32|fp16]]\n", argv[0]);
         return 2;
     }
     int runs = argc > 3 ? atoi(argv[3]) : 20;
+    bool fp16 = argc > 4 && strcmp(argv[4], "fp16") == 0;
+    if (runs < 1 || (argc > 4 && !fp16 && strcmp(argv[4], "fp32") != 0)) {
+        fprintf(stderr, "bench-gpu: RUNS must be 1 or more, the precision fp32 or fp16\n");
+        return 2;
+    }
     GError *err = NULL;
     reel_model *m = reel_model_load(argv[1], &err);
     reel_device *dev = m ? reel_device_open(argv[2], &err) : NULL;
-    reel_session *s = dev ? reel_session_new(m, reel_session_params(.threads = 0, .device = dev), &err) : NULL;
+    reel_session *s = dev ? reel_session_new(m, reel_session_params(.threads = 0, .device = dev,
+                                                         .precision = fp16 ? REEL_PRECISION_FP16 : REEL_PRECISION_FP32), &err) : NULL;
     if (!s) {
         fprintf(stderr, "bench-gpu: %s\n", err->message);
         return 1;
