@@ -4,6 +4,7 @@
 // writes its frames straight into host-visible memory of that device (its
 // own get_buffer2), so the GPU reads them where they were decoded.
 #include "elements/av_common.h"
+#include "elements/cuda_frames.h"
 
 #include <string.h>
 
@@ -39,6 +40,7 @@ typedef struct decode_priv {
     bool direct;              // the decoder writes into device memory itself (get_buffer2)
     enum AVPixelFormat hw_format; // frames of a hardware decoder; AV_PIX_FMT_NONE: software
     AVFrame *sw_frame;        // a hardware frame's contents, transferred
+    cuda_frames *cuda;        // NVDEC frames copied into the pinned GPU's memory there; NULL: through the host
 } decode_priv;
 
 static const reel_enum_value hw_modes[] = {
@@ -125,6 +127,7 @@ static void stop(reel_element *e)
     av_packet_free(&s->pkt);
     av_frame_free(&s->frame);
     av_frame_free(&s->sw_frame);
+    cuda_frames_close(&s->cuda);
 }
 
 // ---- Frames in device memory
@@ -186,12 +189,44 @@ static int get_buffer(AVCodecContext *ctx, AVFrame *frame, int flags)
     return 0;
 }
 
+// A hardware frame's contents read back to the host (the bytes counted),
+// from there to go to the pinned device as any software frame; NULL after
+// an error posted.
+static AVFrame *download_hw_frame(reel_element *e, const AVFrame *frame)
+{
+    decode_priv *s = reel_element_priv(e);
+    if (!s->sw_frame && !(s->sw_frame = av_frame_alloc())) {
+        reel_element_error(e, REEL_ENOMEM, "out of memory");
+        return NULL;
+    }
+    int rc;
+    if ((rc = av_hwframe_transfer_data(s->sw_frame, frame, 0)) < 0 || (rc = av_frame_copy_props(s->sw_frame, frame)) < 0) {
+        reel_element_error(e, REEL_EIO, "cannot read a hardware frame: %s", reel_av_err(rc));
+        return NULL;
+    }
+    reel_element_xfer(e)->to_host +=
+        (int64_t)av_image_get_buffer_size(s->sw_frame->format, s->sw_frame->width, s->sw_frame->height, 1);
+    return s->sw_frame;
+}
+
 // A frame as a buffer in device memory: the decoder's own memory when it
 // wrote there, else a copy (decoders that cannot take a get_buffer2).
 static reel_buffer *device_frame(reel_element *e, const reel_caps *f, const AVFrame *frame)
 {
     decode_priv *s = reel_element_priv(e);
     reel_pixfmt pf = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
+    if (frame->format == AV_PIX_FMT_CUDA) {
+        char *why = NULL;
+        reel_buffer *b = cuda_frames_copy(s->cuda, f, frame, &why);
+        if (b)
+            return b;
+        // From now on through the host, as without the interop.
+        reel_element_warning(e, "NVDEC frames go through host memory from now on: %s", why);
+        g_free(why);
+        cuda_frames_close(&s->cuda);
+        if (!(frame = download_hw_frame(e, frame)))
+            return NULL;
+    }
     if (s->direct) {
         reel_mem *m = av_buffer_get_opaque(frame->buf[0]);
         size_t offsets[REEL_MAX_PLANES] = { 0 };
@@ -266,6 +301,21 @@ static int shared_hw_device(enum AVHWDeviceType type, AVBufferRef **out)
     return rc;
 }
 
+// NVDEC's frames straight into the pinned GPU's memory where CUDA and the
+// Vulkan device can share it; otherwise through the host, and why.
+static void open_cuda_frames(reel_element *e, AVBufferRef *hwdev)
+{
+    decode_priv *s = reel_element_priv(e);
+    char *why = NULL;
+    cuda_frames_close(&s->cuda);
+    if ((s->cuda = cuda_frames_open(s->dev, hwdev, &why)))
+        reel_element_info(e, "NVDEC frames copied into %s's memory on the GPU (CUDA external memory)",
+                          reel_device_info_of(s->dev)->spec);
+    else
+        reel_element_warning(e, "NVDEC frames go through host memory: %s", why);
+    g_free(why);
+}
+
 // Sets up a hardware decoder when asked for and available; otherwise the
 // decoder stays in software and a warning says why (for an explicit choice,
 // or `auto` on a GPU).
@@ -292,6 +342,8 @@ static void try_hw(reel_element *e, const AVCodec *codec)
             s->ctx->hw_device_ctx = hwdev;
             s->ctx->get_format = pick_hw_format;
             reel_element_info(e, "decoding %s with %s", codec->name, name);
+            if (types[i] == AV_HWDEVICE_TYPE_CUDA && s->dev)
+                open_cuda_frames(e, hwdev);
             g_string_free(why, TRUE);
             return;
         }
@@ -365,6 +417,23 @@ static int64_t frame_duration(const AVFrame *f)
 #endif
 }
 
+// A frame's caps; a hardware frame's are those of its contents.
+static bool frame_caps(const AVFrame *frame, reel_fraction rate, reel_caps *out)
+{
+    if (!frame->hw_frames_ctx)
+        return reel_av_frame_caps(frame, rate, out);
+    const AVHWFramesContext *hw = (const AVHWFramesContext *)frame->hw_frames_ctx->data;
+    AVFrame *shape = av_frame_alloc();
+    if (!shape)
+        return false;
+    shape->format = hw->sw_format;
+    shape->width = frame->width;
+    shape->height = frame->height;
+    bool ok = reel_av_frame_caps(shape, rate, out);
+    av_frame_free(&shape);
+    return ok;
+}
+
 static int push_frame(reel_element *e, AVFrame *frame)
 {
     decode_priv *s = reel_element_priv(e);
@@ -375,7 +444,7 @@ static int push_frame(reel_element *e, AVFrame *frame)
     // a mid-stream change the framework renegotiates on push.
     const reel_caps *of = reel_element_output_format(e, 0);
     reel_caps fc;
-    if (!reel_av_frame_caps(frame, of->framerate, &fc)) {
+    if (!frame_caps(frame, of->framerate, &fc)) {
         const char *name = av_get_pix_fmt_name(frame->format);
         return reel_element_error(e, REEL_EUNSUPPORTED, "pixel format %s is not supported yet",
                                   name ? name : "(unknown)");
@@ -425,20 +494,12 @@ static int receive_frames(reel_element *e)
         }
         errors = 0;
         AVFrame *frame = s->frame;
-        if (s->frame->format == s->hw_format && s->hw_format != AV_PIX_FMT_NONE) {
-            // The hardware's surface comes to the host, then as any
-            // software frame to the pinned device (the bytes are counted).
-            if (!s->sw_frame && !(s->sw_frame = av_frame_alloc()))
-                return reel_element_error(e, REEL_ENOMEM, "out of memory");
-            if ((rc = av_hwframe_transfer_data(s->sw_frame, s->frame, 0)) < 0 ||
-                (rc = av_frame_copy_props(s->sw_frame, s->frame)) < 0) {
-                av_frame_unref(s->frame);
-                return reel_element_error(e, REEL_EIO, "cannot read a hardware frame: %s", reel_av_err(rc));
-            }
-            reel_element_xfer(e)->to_host += (int64_t)av_image_get_buffer_size(s->sw_frame->format,
-                                                                                 s->sw_frame->width,
-                                                                                 s->sw_frame->height, 1);
-            frame = s->sw_frame;
+        // A hardware frame stays on the GPU where the interop takes it
+        // (device_frame), else it is read back here.
+        if (s->frame->format == s->hw_format && s->hw_format != AV_PIX_FMT_NONE && !s->cuda &&
+            !(frame = download_hw_frame(e, s->frame))) {
+            av_frame_unref(s->frame);
+            return REEL_EIO;
         }
         rc = push_frame(e, frame);
         av_frame_unref(s->frame);

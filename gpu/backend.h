@@ -55,6 +55,8 @@ typedef struct reel_device_fns {
     int (*submit_recorded)(reel_device *dev, void *rec, reel_kernel *const *k, const reel_dispatch_params *p, int n,
                            uint64_t *point);
     void (*free_recorded)(reel_device *dev, void *rec);
+    // Optional: an exportable mem's allocation as an fd (reel_mem_export_fd).
+    int (*export_fd)(reel_mem *m, reel_mem_export *out, GError **error);
 } reel_device_fns;
 
 struct reel_device {
@@ -81,6 +83,7 @@ struct reel_mem {
     size_t size;
     reel_mem_domain domain;
     bool no_pool;
+    bool exportable;        // allocated for export (reel_mem_params.exportable)
     atomic_int refs;
     // Timeline points: the last write (contents valid after) and the last
     // use of any kind (reuse or free only after). Set by the backends under
@@ -92,6 +95,8 @@ struct reel_mem {
     // referenced. Its priv is the parent's; its points are the parent's.
     reel_mem *parent;
     size_t offset;
+    void *attachment;       // reel_mem_set_attachment's, destroyed before the memory is freed
+    void (*attachment_destroy)(void *data);
 };
 
 // The mem whose backing and timeline points m uses: itself, or a view's parent.

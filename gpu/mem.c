@@ -10,9 +10,9 @@ const char *reel_mem_domain_name(reel_mem_domain d)
     return (unsigned)d < REEL_MEM_DOMAIN_COUNT ? names[d] : "?";
 }
 
-static char *pool_key(size_t size, reel_mem_domain domain)
+static char *pool_key(size_t size, reel_mem_domain domain, bool exportable)
 {
-    return g_strdup_printf("%zu:%d", size, (int)domain);
+    return g_strdup_printf("%zu:%d%s", size, (int)domain, exportable ? ":export" : "");
 }
 
 static void mem_release(reel_device *dev, reel_mem *m)
@@ -21,6 +21,8 @@ static void mem_release(reel_device *dev, reel_mem *m)
     uint64_t busy = atomic_load(&m->busy);
     if (busy)
         dev->fns->wait(dev, busy);
+    if (m->attachment_destroy)
+        m->attachment_destroy(m->attachment);
     dev->fns->mem_free(dev, m);
     atomic_fetch_add(&dev->stats.frees, 1);
     atomic_fetch_sub(&dev->stats.bytes_held, (int64_t)m->size);
@@ -80,7 +82,7 @@ reel_mem *reel_mem_new(reel_device *dev, const reel_mem_params *params, GError *
 
     g_mutex_lock(&dev->lock);
     if (!params->no_pool) {
-        g_autofree char *key = pool_key(params->size, domain);
+        g_autofree char *key = pool_key(params->size, domain, params->exportable);
         GQueue *q = g_hash_table_lookup(dev->pool, key);
         m = q ? g_queue_pop_head(q) : NULL;
     }
@@ -99,6 +101,7 @@ reel_mem *reel_mem_new(reel_device *dev, const reel_mem_params *params, GError *
     m->size = params->size;
     m->domain = domain;
     m->no_pool = params->no_pool;
+    m->exportable = params->exportable;
     if ((err = dev->fns->mem_alloc(dev, m, error)) < 0) {
         atomic_fetch_sub(&dev->stats.bytes_held, (int64_t)m->size);
         g_free(m);
@@ -157,7 +160,7 @@ void reel_mem_unref(reel_mem **pm)
     if (pooled) {
         // Pooled even while the GPU still uses it: whoever takes it next
         // waits for its busy point before touching it.
-        char *key = pool_key(m->size, m->domain);
+        char *key = pool_key(m->size, m->domain, m->exportable);
         GQueue *q = g_hash_table_lookup(dev->pool, key);
         if (!q)
             g_hash_table_insert(dev->pool, key, q = g_queue_new());
@@ -190,6 +193,41 @@ reel_device *reel_mem_device(const reel_mem *m)
 uint64_t reel_mem_ready_point(const reel_mem *m)
 {
     return atomic_load(&(m->parent ? m->parent : m)->ready);
+}
+
+int reel_mem_wait_idle(reel_mem *m)
+{
+    uint64_t busy = atomic_load(&reel_mem_root_(m)->busy);
+    return busy ? reel_device_wait(m->dev, busy) : 0;
+}
+
+int reel_mem_export_fd(reel_mem *m, reel_mem_export *out, GError **error)
+{
+    if (m->parent || !m->exportable) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "memory export: %s",
+                    m->parent ? "a view cannot be exported, only its parent" : "the memory was not made exportable");
+        return REEL_EINVAL;
+    }
+    if (!m->dev->fns->export_fd) {
+        g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s (%s) cannot export memory", m->dev->info.spec,
+                    m->dev->info.name);
+        return REEL_EUNSUPPORTED;
+    }
+    return m->dev->fns->export_fd(m, out, error);
+}
+
+void reel_mem_set_attachment(reel_mem *m, void *data, void (*destroy)(void *data))
+{
+    g_return_if_fail(!m->parent);
+    if (m->attachment_destroy)
+        m->attachment_destroy(m->attachment);
+    m->attachment = data;
+    m->attachment_destroy = destroy;
+}
+
+void *reel_mem_attachment(const reel_mem *m)
+{
+    return m->attachment;
 }
 
 int reel_mem_map(reel_mem *m, unsigned flags, void **ptr)

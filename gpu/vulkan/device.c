@@ -84,6 +84,7 @@ static const reel_device_fns vk_device_fns = {
     .record_batch = vk_record_batch,
     .submit_recorded = vk_submit_recorded,
     .free_recorded = vk_free_recorded,
+    .export_fd = vk_export_fd,
 };
 
 static int fail(GError **error, int code, const reel_device_info *info, const char *what)
@@ -102,6 +103,19 @@ static bool has_ext(VkPhysicalDevice phys, const char *name)
         if (strcmp(e[i].extensionName, name) == 0)
             return true;
     return false;
+}
+
+// Whether buffers with reel's usage can be exported as opaque fds.
+static bool buffers_export(VkPhysicalDevice phys)
+{
+    VkPhysicalDeviceExternalBufferInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO,
+        .usage = VK_BUF_USAGE,
+        .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+    };
+    VkExternalBufferProperties p = { .sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES };
+    vkGetPhysicalDeviceExternalBufferProperties(phys, &bi, &p);
+    return p.externalMemoryProperties.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT;
 }
 
 static int create_device(reel_device *dev, GError **error)
@@ -146,11 +160,15 @@ static int create_device(reel_device *dev, GError **error)
     if (!bits)
         dev->info.timestamps = false;
 
-    const char *exts[2] = { VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME };
+    const char *exts[3] = { VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME };
     uint32_t next = 1;
     // Keeps the heaps' budget and usage (reel devices) accurate for this device.
     if (has_ext(vk->phys, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME))
         exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    // Memory another API imports (NVDEC's frames copied in by CUDA).
+    bool can_export = has_ext(vk->phys, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) && buffers_export(vk->phys);
+    if (can_export)
+        exts[next++] = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
     // 16-bit floats where present: the model kernels' float16 forms
     // (precision=fp16) need them, and info.fp16 says they are there.
     VkPhysicalDeviceVulkan12Features want12 = {
@@ -183,6 +201,8 @@ static int create_device(reel_device *dev, GError **error)
         return fail(error, vk_error_code(r), info, vk_result_name(r));
     }
     vkGetDeviceQueue(vk->dev, vk->family, 0, &vk->queue);
+    if (can_export)
+        vk->get_memory_fd = (PFN_vkGetMemoryFdKHR)vkGetDeviceProcAddr(vk->dev, "vkGetMemoryFdKHR");
 
     VkSemaphoreTypeCreateInfo type = {
         .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,

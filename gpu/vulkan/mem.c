@@ -36,17 +36,26 @@ static int pick_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t allowe
 static void vk_buf_destroy(reel_device *dev, vk_buf *b);
 
 static int vk_buf_create(reel_device *dev, vk_buf *b, size_t size, reel_mem_domain domain, bool map,
-                         GError **error)
+                         bool exportable, GError **error)
 {
     vk_priv *vk = vk_of(dev);
     *b = (vk_buf){ 0 };
+    if (exportable && !vk->get_memory_fd) {
+        g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED, "%s (%s) cannot export memory (no %s for buffers)",
+                    dev->info.spec, dev->info.name, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+        return REEL_EUNSUPPORTED;
+    }
+    VkExternalMemoryBufferCreateInfo external = {
+        .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+        .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+    };
     VkBufferCreateInfo bi = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .pNext = exportable ? &external : NULL,
         // Whole 32-bit words, so that kernels reading bytes as uint words
         // reach the last byte of any size.
         .size = (size + 3) & ~(size_t)3,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .usage = VK_BUF_USAGE,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VkResult r = vkCreateBuffer(vk->dev, &bi, NULL, &b->buf);
@@ -61,11 +70,24 @@ static int vk_buf_create(reel_device *dev, vk_buf *b, size_t size, reel_mem_doma
                     dev->info.name, reel_mem_domain_name(domain));
         return REEL_EUNSUPPORTED;
     }
+    // Exported memory is dedicated to its buffer: what importers (CUDA)
+    // handle best, and each mem has its own allocation anyway.
+    VkMemoryDedicatedAllocateInfo dedicated = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
+        .buffer = b->buf,
+    };
+    VkExportMemoryAllocateInfo export = {
+        .sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+        .pNext = &dedicated,
+        .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+    };
     VkMemoryAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .pNext = exportable ? &export : NULL,
         .allocationSize = req.size,
         .memoryTypeIndex = (uint32_t)type,
     };
+    b->alloc_size = req.size;
     if ((r = vkAllocateMemory(vk->dev, &ai, NULL, &b->mem)) != VK_SUCCESS ||
         (r = vkBindBufferMemory(vk->dev, b->buf, b->mem, 0)) != VK_SUCCESS)
         goto fail;
@@ -95,7 +117,7 @@ int vk_mem_alloc(reel_device *dev, reel_mem *m, GError **error)
     vk_priv *vk = vk_of(dev);
     vk_buf *b = g_new0(vk_buf, 1);
     bool map = !(vk->force_staging && m->domain == REEL_MEM_DEVICE);
-    int err = vk_buf_create(dev, b, m->size, m->domain, map, error);
+    int err = vk_buf_create(dev, b, m->size, m->domain, map, m->exportable, error);
     if (err) {
         g_free(b);
         return err;
@@ -109,6 +131,26 @@ void vk_mem_free(reel_device *dev, reel_mem *m)
 {
     vk_buf_destroy(dev, m->priv);
     g_free(m->priv);
+}
+
+int vk_export_fd(reel_mem *m, reel_mem_export *out, GError **error)
+{
+    reel_device *dev = m->dev;
+    vk_buf *b = m->priv;
+    VkMemoryGetFdInfoKHR gi = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
+        .memory = b->mem,
+        .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+    };
+    int fd = -1;
+    VkResult r = vk_of(dev)->get_memory_fd(vk_of(dev)->dev, &gi, &fd);
+    if (r != VK_SUCCESS) {
+        g_set_error(error, REEL_ERROR, vk_error_code(r), "%s (%s): exporting %zu bytes: %s", dev->info.spec,
+                    dev->info.name, m->size, vk_result_name(r));
+        return vk_error_code(r);
+    }
+    *out = (reel_mem_export){ .fd = fd, .size = b->alloc_size, .dedicated = true };
+    return 0;
 }
 
 // Copies between m and a staging buffer: host memory from the device's own

@@ -20,6 +20,7 @@ typedef struct vk_buf {
     VkBuffer buf;
     VkDeviceMemory mem;
     void *map;              // persistent mapping, or NULL
+    VkDeviceSize alloc_size; // the allocation's bytes (an exporter's size)
 } vk_buf;
 
 // One queue submission, kept until the timeline passes its point.
@@ -38,6 +39,9 @@ typedef struct vk_priv {
     uint32_t family;
     VkPhysicalDeviceMemoryProperties memprops;
     bool force_staging;     // REEL_VULKAN_FORCE_STAGING=1: device-local memory is not mapped
+    // Exportable memory (reel_mem_export_fd): VK_KHR_external_memory_fd is
+    // enabled and buffers like reel's can be exported as opaque fds.
+    PFN_vkGetMemoryFdKHR get_memory_fd;
     float timestamp_period; // ns per tick
     uint64_t timestamp_mask;
 
@@ -64,6 +68,10 @@ int vk_mem_alloc(reel_device *dev, reel_mem *m, GError **error);
 void vk_mem_free(reel_device *dev, reel_mem *m);
 int vk_upload(reel_mem *m, size_t offset, const void *src, size_t size);
 int vk_download(reel_mem *m, size_t offset, void *dst, size_t size);
+int vk_export_fd(reel_mem *m, reel_mem_export *out, GError **error);
+// The usage every reel buffer has (storage, transfers both ways).
+#define VK_BUF_USAGE \
+    (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 
 // gpu/vulkan/queue.c. vk_begin locks submit_lock and returns a recording
 // command buffer (or unlocks and returns NULL); vk_submit_end ends it,

@@ -144,6 +144,9 @@ typedef struct reel_mem_params {
     size_t size;            // bytes; > 0
     reel_mem_domain domain;
     bool no_pool;           // allocate afresh and free on last unref
+    // Memory another API on the same GPU can import (reel_mem_export_fd):
+    // a dedicated allocation each, pooled apart from the rest.
+    bool exportable;
 } reel_mem_params;
 
 #define reel_mem_params(...) (&(reel_mem_params){ __VA_ARGS__ })
@@ -186,6 +189,31 @@ REEL_API reel_device *reel_mem_device(const reel_mem *m); // borrowed
 // GPU work that reads m waits for it on the GPU; reel_device_wait() on it
 // blocks the host. 0 means valid now.
 REEL_API uint64_t reel_mem_ready_point(const reel_mem *m);
+
+// Waits until no submitted device work uses m: before another API (CUDA)
+// writes into it. Returns 0 or a REEL_E* code. Thread-safety: any thread.
+REEL_API int reel_mem_wait_idle(reel_mem *m);
+
+// An exportable mem's allocation as a file descriptor that another API on
+// the same GPU imports (CUDA's cuImportExternalMemory, as an opaque fd).
+typedef struct reel_mem_export {
+    int fd;                 // new for each call, the caller's (an importer that succeeds takes it)
+    uint64_t size;          // the allocation's bytes, at least reel_mem_size(): what an importer maps
+    bool dedicated;         // one buffer's own allocation (CUDA: CUDA_EXTERNAL_MEMORY_DEDICATED)
+} reel_mem_export;
+
+// Errors: REEL_EINVAL for a view or a mem made without .exportable;
+// REEL_EUNSUPPORTED where the device cannot export (the cpu device, a Vulkan
+// driver without VK_KHR_external_memory_fd). Thread-safety: any thread.
+REEL_API int reel_mem_export_fd(reel_mem *m, reel_mem_export *out, GError **error);
+
+// What another API made of m's allocation (its import there), kept with the
+// allocation while it is pooled and destroyed by destroy(data) just before
+// the memory is freed: an import is made once per allocation, not per use.
+// Setting another destroys the one before. m: not a view. Thread-safety: by
+// whoever holds m.
+REEL_API void reel_mem_set_attachment(reel_mem *m, void *data, void (*destroy)(void *data));
+REEL_API void *reel_mem_attachment(const reel_mem *m);
 
 enum { REEL_MAP_READ = 1 << 0, REEL_MAP_WRITE = 1 << 1 };
 

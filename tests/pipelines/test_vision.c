@@ -225,6 +225,19 @@ static void test_hardware_decoding_falls_back_with_a_reason(void **state)
     assert_true(strstr(messages->str, "no hardware decoder (vaapi: ") ||
                 strstr(messages->str, "decoding h264 with vaapi"));
     assert_string_equal(a, b);
+    g_free(b), g_free(hw);
+    // NVDEC: either it decodes, its frames going to the Vulkan device on the
+    // GPU or, saying why, through the host, or a warning says why not.
+    hw = g_strdup_printf("device=vulkan:0 source location=%s ! decode hw=cuda ! fakesink checksum=true", path);
+    g_string_truncate(messages, 0);
+    b = checksum_of(hw);
+    if (strstr(messages->str, "decoding h264 with cuda"))
+        assert_true(strstr(messages->str, "NVDEC frames copied into vulkan:0's memory") ||
+                    strstr(messages->str, "NVDEC frames go through host memory: "));
+    else
+        assert_non_null(strstr(messages->str, "no hardware decoder (cuda: "));
+    if (strstr(messages->str, "no hardware decoder"))
+        assert_string_equal(a, b);
     g_free(a), g_free(b), g_free(sw), g_free(hw), g_free(path);
 }
 
