@@ -281,8 +281,8 @@ COPY_ROW(copy_8, uint64_t)
 
 // A NaN wins in float Max and Min, as numpy's maximum and minimum have it.
 #define MAXMIN(name, T)                                          \
-    ACC_ROW(max_##name, T, y > x || y != y ? y : x)              \
-    ACC_ROW(min_##name, T, y < x || y != y ? y : x)
+    ACC_ROW(max_##name, T, (y > x || y != y) ? y : x)            \
+    ACC_ROW(min_##name, T, (y < x || y != y) ? y : x)
 MAXMIN(f32, float)
 MAXMIN(f64, double)
 MAXMIN(i8, int8_t)
@@ -291,8 +291,8 @@ MAXMIN(i32, int32_t)
 MAXMIN(i64, int64_t)
 MAXMIN(u8, uint8_t)
 MAXMIN(u16, uint16_t)
-ACC_ROW(max_f16, uint16_t, h2f(y) > h2f(x) || h2f(y) != h2f(y) ? y : x)
-ACC_ROW(min_f16, uint16_t, h2f(y) < h2f(x) || h2f(y) != h2f(y) ? y : x)
+ACC_ROW(max_f16, uint16_t, (h2f(y) > h2f(x) || h2f(y) != h2f(y)) ? y : x)
+ACC_ROW(min_f16, uint16_t, (h2f(y) < h2f(x) || h2f(y) != h2f(y)) ? y : x)
 
 // Sums of two halves are exact in double, so each step rounds once.
 ACC_ROW(sum_f16, uint16_t, elem_double_to_half((double)h2f(x) + h2f(y)))
