@@ -1,209 +1,15 @@
-// Elementwise ops: arithmetic with numpy broadcasting, activations,
+// Elementwise ops: arithmetic with numpy broadcasting (broadcast.c), activations,
 // comparisons, Where, Cast, Identity and Dropout (inference).
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
-#include "models/op.h"
-
-#define R REEL_TENSOR_MAX_RANK
-
-static void set_like(reel_ir_value *o, reel_dtype dtype, const reel_ir_value *x)
-{
-    o->dtype = dtype;
-    o->rank = x->rank;
-    for (int i = 0; i < x->rank && i < R; i++)
-        o->dims[i] = x->dims[i];
-}
+#include "models/cpu/broadcast.h"
 
 static bool is_float(reel_dtype t)
 {
     return t == REEL_DTYPE_FLOAT32 || t == REEL_DTYPE_FLOAT64 || t == REEL_DTYPE_FLOAT16;
 }
-
-static int64_t count_of(const reel_tensor *t)
-{
-    return reel_tensor_count(t->rank, t->shape);
-}
-
-// ---- broadcasting -------------------------------------------------------
-
-// Output dims of numpy broadcasting over the inputs; fails on a mismatch.
-static int infer_bcast(reel_ir_graph *g, reel_ir_node *n, int nin, reel_dtype out_dtype, GError **error)
-{
-    reel_ir_value *o = reel_op_output(g, n, 0);
-    reel_ir_value *v[3];
-    int rank = 0;
-    for (int k = 0; k < nin; k++) {
-        v[k] = reel_op_input(g, n, k);
-        if (!v[k])
-            return reel_op_fail(error, n, REEL_EINVAL, "input %d is missing", k);
-        if (v[k]->rank < 0) {
-            o->dtype = out_dtype;
-            o->rank = -1;
-            return 0;
-        }
-        if (v[k]->rank > rank)
-            rank = v[k]->rank;
-    }
-    if (!o)
-        return reel_op_fail(error, n, REEL_EINVAL, "has no output");
-    int64_t dims[R];
-    for (int d = 0; d < rank; d++) {
-        int64_t r = 1;
-        bool unknown = false;
-        for (int k = 0; k < nin; k++) {
-            int id = d - (rank - v[k]->rank);
-            int64_t x = id >= 0 ? v[k]->dims[id] : 1;
-            if (x == REEL_DIM_UNKNOWN)
-                unknown = true;
-            else if (x != 1) {
-                if (r != 1 && r != x)
-                    return reel_op_fail(error, n, REEL_EINVAL, "inputs cannot broadcast: dim %d is %" G_GINT64_FORMAT
-                                " and %" G_GINT64_FORMAT, d, r, x);
-                r = x;
-            }
-        }
-        dims[d] = r == 1 && unknown ? REEL_DIM_UNKNOWN : r;
-    }
-    o->dtype = out_dtype;
-    o->rank = rank;
-    memcpy(o->dims, dims, sizeof(int64_t) * rank);
-    return 0;
-}
-
-// Broadcast iteration: dims collapsed where every input is contiguous (or
-// broadcast) across them, so the innermost loop is as long as possible and
-// has stride 0 or 1 for each input.
-typedef struct bcast {
-    int rank;
-    int nin;
-    int64_t dim[R];
-    int64_t st[3][R];
-} bcast;
-
-static void bcast_init(bcast *b, const reel_tensor *out, reel_tensor *const *in, int nin)
-{
-    int64_t st[3][R];
-    int r = out->rank;
-    b->nin = nin;
-    for (int k = 0; k < nin; k++) {
-        int64_t s = 1;
-        for (int d = r - 1; d >= 0; d--) {
-            int id = d - (r - in[k]->rank);
-            int64_t x = id >= 0 ? in[k]->shape[id] : 1;
-            st[k][d] = x == 1 ? 0 : s;
-            s *= x;
-        }
-    }
-    b->rank = 0;
-    for (int d = 0; d < r; d++) {
-        if (out->shape[d] == 1)
-            continue;
-        int l = b->rank - 1;
-        bool merge = l >= 0;
-        for (int k = 0; k < nin && merge; k++)
-            merge = b->st[k][l] == st[k][d] * out->shape[d];
-        if (merge) {
-            b->dim[l] *= out->shape[d];
-            for (int k = 0; k < nin; k++)
-                b->st[k][l] = st[k][d];
-        } else {
-            b->dim[b->rank] = out->shape[d];
-            for (int k = 0; k < nin; k++)
-                b->st[k][b->rank] = st[k][d];
-            b->rank++;
-        }
-    }
-    if (b->rank == 0) {
-        b->rank = 1;
-        b->dim[0] = 1;
-        for (int k = 0; k < nin; k++)
-            b->st[k][0] = 0;
-    }
-}
-
-// One row: n elements; in[k] advances by st[k] (0 or 1) per element.
-typedef void (*row_fn)(void *o, const void *const *in, const int64_t *st, int64_t n);
-
-static void bcast_run(const bcast *b, void *out, size_t osz, reel_tensor *const *in, row_fn f)
-{
-    int last = b->rank - 1;
-    int64_t idx[R] = { 0 };
-    int64_t off[3] = { 0 };
-    int64_t st[3];
-    size_t isz[3];
-    for (int k = 0; k < b->nin; k++) {
-        st[k] = b->st[k][last];
-        isz[k] = reel_dtype_size(in[k]->dtype);
-    }
-    int64_t inner = b->dim[last];
-    for (int64_t d = 0; d < last; d++)
-        if (b->dim[d] == 0)
-            return;
-    if (inner == 0)
-        return;
-    char *o = out;
-    for (;;) {
-        const void *p[3];
-        for (int k = 0; k < b->nin; k++)
-            p[k] = (const char *)in[k]->data + off[k] * isz[k];
-        f(o, p, st, inner);
-        o += inner * osz;
-        int d = last - 1;
-        for (; d >= 0; d--) {
-            for (int k = 0; k < b->nin; k++)
-                off[k] += b->st[k][d];
-            if (++idx[d] < b->dim[d])
-                break;
-            for (int k = 0; k < b->nin; k++)
-                off[k] -= b->st[k][d] * b->dim[d];
-            idx[d] = 0;
-        }
-        if (d < 0)
-            break;
-    }
-}
-
-// Rows of a binary op with inputs of types TA, TB and output TO; four loops
-// so that each stride pattern vectorizes.
-#define BIN_ROW(name, TA, TB, TO, expr)                                              \
-    static void name(void *o_, const void *const *in, const int64_t *st, int64_t n) \
-    {                                                                                \
-        TO *restrict o = o_;                                                         \
-        const TA *restrict a = in[0];                                                \
-        const TB *restrict b = in[1];                                                \
-        if (st[0] && st[1]) {                                                        \
-            for (int64_t i = 0; i < n; i++) {                                        \
-                TA x = a[i];                                                         \
-                TB y = b[i];                                                         \
-                o[i] = (TO)(expr);                                                   \
-            }                                                                        \
-        } else if (st[0]) {                                                          \
-            TB y = b[0];                                                             \
-            for (int64_t i = 0; i < n; i++) {                                        \
-                TA x = a[i];                                                         \
-                o[i] = (TO)(expr);                                                   \
-            }                                                                        \
-        } else if (st[1]) {                                                          \
-            TA x = a[0];                                                             \
-            for (int64_t i = 0; i < n; i++) {                                        \
-                TB y = b[i];                                                         \
-                o[i] = (TO)(expr);                                                   \
-            }                                                                        \
-        } else {                                                                     \
-            TA x = a[0];                                                             \
-            TB y = b[0];                                                             \
-            TO r = (TO)(expr);                                                       \
-            for (int64_t i = 0; i < n; i++)                                          \
-                o[i] = r;                                                            \
-        }                                                                            \
-    }
-
-// Per-dtype rows of one op (NULL: dtype not supported by it).
-typedef struct bin_rows {
-    row_fn f[REEL_DTYPE_COUNT];
-} bin_rows;
 
 #define ARITH(op, sym)                                                              \
     BIN_ROW(op##_f32, float, float, float, x sym y)                                 \
@@ -322,35 +128,7 @@ static int infer_arith(reel_ir_graph *g, reel_ir_node *n, const bin_rows *rows, 
         return reel_op_fail(error, n, REEL_EINVAL, "input types differ (%s, %s)", reel_dtype_name(a), reel_dtype_name(b));
     if (a <= REEL_DTYPE_NONE || a >= REEL_DTYPE_COUNT || !rows->f[a])
         return reel_op_fail(error, n, REEL_EINVAL, "input type %s is not supported", reel_dtype_name(a) ? reel_dtype_name(a) : "unknown");
-    return infer_bcast(g, n, 2, bool_out ? REEL_DTYPE_BOOL : a, error);
-}
-
-static int run_rows(reel_tensor *const *in, reel_tensor *const *out, row_fn f)
-{
-    if (!f)
-        return REEL_EUNSUPPORTED;
-    int64_t na = count_of(in[0]), nb = count_of(in[1]), no = count_of(out[0]);
-    size_t osz = reel_dtype_size(out[0]->dtype);
-    int64_t st[2] = { 1, 1 };
-    // Fast paths: same shape, or one side a single element.
-    if (na == no && nb == no && in[0]->rank == in[1]->rank) {
-        f(out[0]->data, (const void *[]){ in[0]->data, in[1]->data }, st, no);
-        return 0;
-    }
-    if (na == no && nb == 1) {
-        st[1] = 0;
-        f(out[0]->data, (const void *[]){ in[0]->data, in[1]->data }, st, no);
-        return 0;
-    }
-    if (nb == no && na == 1) {
-        st[0] = 0;
-        f(out[0]->data, (const void *[]){ in[0]->data, in[1]->data }, st, no);
-        return 0;
-    }
-    bcast b;
-    bcast_init(&b, out[0], in, 2);
-    bcast_run(&b, out[0]->data, osz, in, f);
-    return 0;
+    return bcast_infer(g, n, 2, bool_out ? REEL_DTYPE_BOOL : a, error);
 }
 
 #define ARITH_OP(Name, rows, bool_out)                                                      \
@@ -363,7 +141,7 @@ static int run_rows(reel_tensor *const *in, reel_tensor *const *out, row_fn f)
     {                                                                                       \
         (void)n;                                                                            \
         (void)ctx;                                                                          \
-        return run_rows(in, out, rows##_rows.f[in[0]->dtype]);                              \
+        return bcast_binary(in, out, rows##_rows.f[in[0]->dtype]);                              \
     }                                                                                       \
     static const reel_op op_##rows = { .name = Name, .infer = infer_##rows, .run = run_##rows };
 
@@ -384,14 +162,14 @@ static int infer_pow(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (!pow_row(a, b))
         return reel_op_fail(error, n, REEL_EINVAL, "unsupported types %s ^ %s", reel_dtype_name(a) ? reel_dtype_name(a) : "?",
                     reel_dtype_name(b) ? reel_dtype_name(b) : "?");
-    return infer_bcast(g, n, 2, a, error);
+    return bcast_infer(g, n, 2, a, error);
 }
 
 static int run_pow(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     (void)n;
     (void)ctx;
-    return run_rows(in, out, pow_row(in[0]->dtype, in[1]->dtype));
+    return bcast_binary(in, out, pow_row(in[0]->dtype, in[1]->dtype));
 }
 static const reel_op op_pow = { .name = "Pow", .infer = infer_pow, .run = run_pow };
 
@@ -424,7 +202,7 @@ static int infer_where(reel_ir_graph *g, reel_ir_node *n, GError **error)
     reel_dtype x = reel_op_input(g, n, 1)->dtype, y = reel_op_input(g, n, 2)->dtype;
     if (x != y || reel_dtype_size(x) == 0)
         return reel_op_fail(error, n, REEL_EINVAL, "X and Y must have one type");
-    return infer_bcast(g, n, 3, x, error);
+    return bcast_infer(g, n, 3, x, error);
 }
 
 static int run_where(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
@@ -452,7 +230,7 @@ static int infer_unary_f32(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (x->dtype != REEL_DTYPE_FLOAT32)
         return reel_op_fail(error, n, REEL_EINVAL, "input type %s is not supported (float32 only)",
                     reel_dtype_name(x->dtype) ? reel_dtype_name(x->dtype) : "unknown");
-    set_like(o, x->dtype, x);
+    bcast_set_like(o, x->dtype, x);
     return 0;
 }
 
@@ -467,7 +245,7 @@ static int infer_unary_f32(reel_ir_graph *g, reel_ir_node *n, GError **error)
         (void)beta;                                                                            \
         const float *restrict a = in[0]->data;                                                 \
         float *restrict o = out[0]->data;                                                      \
-        int64_t cnt = count_of(out[0]);                                                        \
+        int64_t cnt = bcast_count(out[0]);                                                        \
         for (int64_t i = 0; i < cnt; i++) {                                                    \
             float x = a[i];                                                                    \
             o[i] = (expr);                                                                     \
@@ -528,7 +306,7 @@ static int infer_clip(reel_ir_graph *g, reel_ir_node *n, GError **error)
         if (x->dtype != REEL_DTYPE_FLOAT32)
             return reel_op_fail(error, n, REEL_EINVAL, "opset %d Clip takes float32 only", g->opset);
     }
-    set_like(o, x->dtype, x);
+    bcast_set_like(o, x->dtype, x);
     return 0;
 }
 
@@ -540,7 +318,7 @@ static int infer_clip(reel_ir_graph *g, reel_ir_node *n, GError **error)
         const T hi = mx ? *(const T *)mx->data : (hi_def);                              \
         const T *restrict a = x->data;                                                  \
         T *restrict o = out->data;                                                      \
-        int64_t cnt = count_of(out);                                                    \
+        int64_t cnt = bcast_count(out);                                                    \
         for (int64_t i = 0; i < cnt; i++) {                                             \
             T v = a[i] < lo ? lo : a[i];                                                \
             o[i] = v > hi ? hi : v;                                                     \
@@ -569,7 +347,7 @@ static int run_clip(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
         }
         const float *restrict a = in[0]->data;
         float *restrict o = out[0]->data;
-        int64_t cnt = count_of(out[0]);
+        int64_t cnt = bcast_count(out[0]);
         for (int64_t i = 0; i < cnt; i++)
             o[i] = fminf(fmaxf(a[i], lo), hi);
         return 0;
@@ -586,7 +364,7 @@ static const reel_op op_clip = { .name = "Clip", .infer = infer_clip, .run = run
 
 // ---- Cast -----------------------------------------------------------------
 
-static float half_to_float(uint16_t h)
+float elem_half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, f;
     if (exp == 0x1f)
@@ -609,8 +387,7 @@ static float half_to_float(uint16_t h)
     return r;
 }
 
-// Round to nearest even, as numpy's astype(float16) does.
-static uint16_t double_to_half(double d)
+uint16_t elem_double_to_half(double d)
 {
     uint16_t sign = signbit(d) ? 0x8000 : 0;
     double a = fabs(d);
@@ -644,7 +421,7 @@ static uint16_t double_to_half(double d)
     return sign | (uint16_t)bits;
 }
 
-static bool cast_supported(reel_dtype t)
+bool elem_cast_supported(reel_dtype t)
 {
     return t == REEL_DTYPE_FLOAT32 || t == REEL_DTYPE_FLOAT64 || t == REEL_DTYPE_FLOAT16 ||
            t == REEL_DTYPE_INT8 || t == REEL_DTYPE_UINT8 || t == REEL_DTYPE_INT16 ||
@@ -679,12 +456,12 @@ static int infer_cast(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (!to)
         return reel_op_fail(error, n, REEL_EINVAL, "attribute 'to' is missing");
     reel_dtype t = onnx_dtype(to->type == REEL_ATTR_INT ? to->i : -1);
-    if (!cast_supported(t))
+    if (!elem_cast_supported(t))
         return reel_op_fail(error, n, REEL_EINVAL, "cast to ONNX type %" G_GINT64_FORMAT " is not supported", to->i);
-    if (!cast_supported(x->dtype))
+    if (!elem_cast_supported(x->dtype))
         return reel_op_fail(error, n, REEL_EINVAL, "cast from %s is not supported",
                     reel_dtype_name(x->dtype) ? reel_dtype_name(x->dtype) : "unknown");
-    set_like(o, t, x);
+    bcast_set_like(o, t, x);
     return 0;
 }
 
@@ -710,7 +487,7 @@ static double load_f(const void *p, reel_dtype t, int64_t i)
     switch (t) {
     case REEL_DTYPE_FLOAT32: return ((const float *)p)[i];
     case REEL_DTYPE_FLOAT64: return ((const double *)p)[i];
-    case REEL_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)p)[i]);
+    case REEL_DTYPE_FLOAT16: return elem_half_to_float(((const uint16_t *)p)[i]);
     default: return (double)load_i(p, t, i);
     }
 }
@@ -727,7 +504,7 @@ static void store_i(void *p, reel_dtype t, int64_t i, int64_t v)
     case REEL_DTYPE_INT64: ((int64_t *)p)[i] = v; break;
     case REEL_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
     case REEL_DTYPE_FLOAT64: ((double *)p)[i] = (double)v; break;
-    case REEL_DTYPE_FLOAT16: ((uint16_t *)p)[i] = double_to_half((double)v); break;
+    case REEL_DTYPE_FLOAT16: ((uint16_t *)p)[i] = elem_double_to_half((double)v); break;
     default: break;
     }
 }
@@ -737,7 +514,7 @@ static void store_f(void *p, reel_dtype t, int64_t i, double v)
     switch (t) {
     case REEL_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
     case REEL_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
-    case REEL_DTYPE_FLOAT16: ((uint16_t *)p)[i] = double_to_half(v); break;
+    case REEL_DTYPE_FLOAT16: ((uint16_t *)p)[i] = elem_double_to_half(v); break;
     case REEL_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     // Float to integer truncates toward zero; out of range saturates
     // (undefined in ONNX, but never undefined behaviour here).
@@ -745,37 +522,42 @@ static void store_f(void *p, reel_dtype t, int64_t i, double v)
     }
 }
 
+void elem_cast(const reel_tensor *in, reel_tensor *out)
+{
+    reel_dtype from = in->dtype, to = out->dtype;
+    int64_t cnt = bcast_count(out);
+    if (from == to) {
+        memmove(out->data, in->data, cnt * reel_dtype_size(to));
+        return;
+    }
+    if (from == REEL_DTYPE_FLOAT32 && to == REEL_DTYPE_FLOAT16) {
+        // Through double: every float is exact there, so rounding happens once.
+        const float *a = in->data;
+        uint16_t *o = out->data;
+        for (int64_t i = 0; i < cnt; i++)
+            o[i] = elem_double_to_half(a[i]);
+        return;
+    }
+    if (from == REEL_DTYPE_FLOAT16 && to == REEL_DTYPE_FLOAT32) {
+        const uint16_t *a = in->data;
+        float *o = out->data;
+        for (int64_t i = 0; i < cnt; i++)
+            o[i] = elem_half_to_float(a[i]);
+        return;
+    }
+    if (is_int(from))
+        for (int64_t i = 0; i < cnt; i++)
+            store_i(out->data, to, i, load_i(in->data, from, i));
+    else
+        for (int64_t i = 0; i < cnt; i++)
+            store_f(out->data, to, i, load_f(in->data, from, i));
+}
+
 static int run_cast(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     (void)n;
     (void)ctx;
-    reel_dtype from = in[0]->dtype, to = out[0]->dtype;
-    int64_t cnt = count_of(out[0]);
-    if (from == to) {
-        memmove(out[0]->data, in[0]->data, cnt * reel_dtype_size(to));
-        return 0;
-    }
-    if (from == REEL_DTYPE_FLOAT32 && to == REEL_DTYPE_FLOAT16) {
-        // Through double: every float is exact there, so rounding happens once.
-        const float *a = in[0]->data;
-        uint16_t *o = out[0]->data;
-        for (int64_t i = 0; i < cnt; i++)
-            o[i] = double_to_half(a[i]);
-        return 0;
-    }
-    if (from == REEL_DTYPE_FLOAT16 && to == REEL_DTYPE_FLOAT32) {
-        const uint16_t *a = in[0]->data;
-        float *o = out[0]->data;
-        for (int64_t i = 0; i < cnt; i++)
-            o[i] = half_to_float(a[i]);
-        return 0;
-    }
-    if (is_int(from))
-        for (int64_t i = 0; i < cnt; i++)
-            store_i(out[0]->data, to, i, load_i(in[0]->data, from, i));
-    else
-        for (int64_t i = 0; i < cnt; i++)
-            store_f(out[0]->data, to, i, load_f(in[0]->data, from, i));
+    elem_cast(in[0], out[0]);
     return 0;
 }
 static const reel_op op_cast = { .name = "Cast", .infer = infer_cast, .run = run_cast };
@@ -789,7 +571,7 @@ static int infer_identity(reel_ir_graph *g, reel_ir_node *n, GError **error)
         return reel_op_fail(error, n, REEL_EINVAL, "needs one input and one output");
     if (reel_dtype_size(x->dtype) == 0)
         return reel_op_fail(error, n, REEL_EINVAL, "input type is not a supported tensor type");
-    set_like(o, x->dtype, x);
+    bcast_set_like(o, x->dtype, x);
     return 0;
 }
 
@@ -798,7 +580,7 @@ static int run_identity(const reel_ir_node *n, reel_tensor *const *in, reel_tens
     (void)n;
     (void)ctx;
     if (out[0]->data != in[0]->data)
-        memmove(out[0]->data, in[0]->data, count_of(out[0]) * reel_dtype_size(out[0]->dtype));
+        memmove(out[0]->data, in[0]->data, bcast_count(out[0]) * reel_dtype_size(out[0]->dtype));
     return 0;
 }
 static const reel_op op_identity = { .name = "Identity", .infer = infer_identity, .run = run_identity };
@@ -817,7 +599,7 @@ static int infer_dropout(reel_ir_graph *g, reel_ir_node *n, GError **error)
         return reel_op_fail(error, n, REEL_EUNSUPPORTED, "training_mode must be a constant false at inference");
     reel_ir_value *mask = reel_op_output(g, n, 1);
     if (mask)
-        set_like(mask, g->opset >= 10 ? REEL_DTYPE_BOOL : x->dtype, x);
+        bcast_set_like(mask, g->opset >= 10 ? REEL_DTYPE_BOOL : x->dtype, x);
     return 0;
 }
 
@@ -825,7 +607,7 @@ static int run_dropout(const reel_ir_node *n, reel_tensor *const *in, reel_tenso
 {
     run_identity(n, in, out, ctx);
     if (n->n_outputs > 1 && out[1]) {
-        int64_t cnt = count_of(out[1]);
+        int64_t cnt = bcast_count(out[1]);
         if (out[1]->dtype == REEL_DTYPE_BOOL)
             memset(out[1]->data, 1, cnt);
         else // opset < 10: the mask has the input's type
