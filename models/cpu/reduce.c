@@ -1,4 +1,5 @@
-// Reductions (ReduceMean/Max/Sum) and Softmax/LogSoftmax, float32.
+// Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare,
+// float32 and double) and Softmax/LogSoftmax (float32).
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -21,7 +22,18 @@ static int need_f32(reel_ir_graph *g, reel_ir_node *n, GError **error)
 
 // ---- reductions -------------------------------------------------------------
 
-enum { RED_SUM, RED_MEAN, RED_MAX };
+enum {
+    RED_SUM,
+    RED_MEAN,
+    RED_MAX,
+    RED_MIN,
+    RED_PROD,
+    RED_L1,
+    RED_L2,
+    RED_LOG_SUM,
+    RED_LOG_SUM_EXP,
+    RED_SUM_SQUARE,
+};
 
 // The axes as a mask over `rank` dims. Returns 0; 1 when they come from a
 // non-constant input; -1 on a bad axis; -2 on a malformed axes input.
@@ -61,10 +73,12 @@ static int axes_from(const reel_ir_node *n, const reel_tensor *t, const int64_t 
 
 static int infer_reduce(reel_ir_graph *g, reel_ir_node *n, GError **error)
 {
-    int err = need_f32(g, n, error);
-    if (err)
-        return err;
     reel_ir_value *x = reel_op_input(g, n, 0), *o = reel_op_output(g, n, 0);
+    if (!x || !o)
+        return reel_op_fail(error, n, REEL_EINVAL, "needs an input and an output");
+    if (x->dtype != REEL_DTYPE_FLOAT32 && x->dtype != REEL_DTYPE_FLOAT64)
+        return reel_op_fail(error, n, REEL_EINVAL, "input type %s is not supported (float32 and double only)",
+                            reel_dtype_name(x->dtype) ? reel_dtype_name(x->dtype) : "unknown");
     bool keep = reel_ir_attr_int(n, "keepdims", 1) != 0;
     reel_ir_value *av = reel_op_input(g, n, 1);
     int na = 0;
@@ -95,59 +109,112 @@ static int infer_reduce(reel_ir_graph *g, reel_ir_node *n, GError **error)
     return 0;
 }
 
-static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, int kind)
-{
-    const reel_tensor *x = in[0];
-    int na = 0;
-    const int64_t *attr = reel_ir_attr_ints(n, "axes", &na);
-    bool mask[R], noop;
-    if (axes_from(n, n->n_inputs > 1 ? in[1] : NULL, attr, na, x->rank, mask, &noop))
-        return REEL_EINVAL;
-    int64_t total = reel_tensor_count(x->rank, x->shape), no = reel_tensor_count(out[0]->rank, out[0]->shape);
-    const float *xp = x->data;
-    float *o = out[0]->data;
-    if (noop) {
-        memmove(o, xp, sizeof(float) * total);
-        return 0;
+// One run of n input elements folded into the output: `along` when the run
+// is reduced (into o[0]), else element i folds into o[i]. s: the shift
+// LogSumExp subtracts before exp (per output element), NULL otherwise.
+typedef void (*fold_fn)(const void *x, void *o, const void *s, int64_t n, bool along);
+
+// Each kind is a map of the element and a combine; a macro stamps them out
+// per element type so every loop stays a plain typed loop.
+#define MAP_ID(v, sh) (v)
+#define MAP_ABS(v, sh) ((v) < 0 ? -(v) : (v))
+#define MAP_SQ(v, sh) ((v) * (v))
+#define COMB_ADD(a, v) ((a) + (v))
+#define COMB_MUL(a, v) ((a) * (v))
+// NaN wins, as in ONNX's reference.
+#define COMB_MAX(a, v) ((v) > (a) || (v) != (v) ? (v) : (a))
+#define COMB_MIN(a, v) ((v) < (a) || (v) != (v) ? (v) : (a))
+
+#define FOLD_FN(name, T, MAP, COMB)                                                    \
+    static void name(const void *xv, void *ov, const void *sv, int64_t n, bool along) \
+    {                                                                                  \
+        const T *restrict x = xv;                                                      \
+        T *restrict o = ov;                                                            \
+        const T *restrict s = sv;                                                      \
+        (void)s;                                                                       \
+        if (along) {                                                                   \
+            T acc = o[0];                                                              \
+            for (int64_t i = 0; i < n; i++)                                            \
+                acc = COMB(acc, MAP(x[i], s[0]));                                      \
+            o[0] = acc;                                                                \
+        } else {                                                                       \
+            for (int64_t i = 0; i < n; i++)                                            \
+                o[i] = COMB(o[i], MAP(x[i], s[i]));                                    \
+        }                                                                              \
     }
-    float init = kind == RED_MAX ? -INFINITY : 0.0f;
-    for (int64_t i = 0; i < no; i++)
-        o[i] = init;
-    if (total == 0)
-        return 0;
+
+#define MAP_EXP_F32(v, sh) expf((v) - (sh))
+#define MAP_EXP_F64(v, sh) exp((v) - (sh))
+
+#define FOLD_SET(T, sfx, MAP_EXP)                     \
+    FOLD_FN(sum_##sfx, T, MAP_ID, COMB_ADD)           \
+    FOLD_FN(abs_sum_##sfx, T, MAP_ABS, COMB_ADD)      \
+    FOLD_FN(sq_sum_##sfx, T, MAP_SQ, COMB_ADD)        \
+    FOLD_FN(exp_sum_##sfx, T, MAP_EXP, COMB_ADD)      \
+    FOLD_FN(prod_##sfx, T, MAP_ID, COMB_MUL)          \
+    FOLD_FN(max_##sfx, T, MAP_ID, COMB_MAX)           \
+    FOLD_FN(min_##sfx, T, MAP_ID, COMB_MIN)
+
+FOLD_SET(float, f32, MAP_EXP_F32)
+FOLD_SET(double, f64, MAP_EXP_F64)
+
+// The fold of each kind per type (LogSumExp's second pass: exp_sum; its
+// first is max).
+static fold_fn fold_of(int kind, bool f64)
+{
+    switch (kind) {
+    case RED_MAX:
+        return f64 ? max_f64 : max_f32;
+    case RED_MIN:
+        return f64 ? min_f64 : min_f32;
+    case RED_PROD:
+        return f64 ? prod_f64 : prod_f32;
+    case RED_L1:
+        return f64 ? abs_sum_f64 : abs_sum_f32;
+    case RED_L2:
+    case RED_SUM_SQUARE:
+        return f64 ? sq_sum_f64 : sq_sum_f32;
+    case RED_LOG_SUM_EXP:
+        return f64 ? exp_sum_f64 : exp_sum_f32;
+    default:
+        return f64 ? sum_f64 : sum_f32;
+    }
+}
+
+static double init_of(int kind)
+{
+    switch (kind) {
+    case RED_MAX:
+        return -INFINITY;
+    case RED_MIN:
+        return INFINITY;
+    case RED_PROD:
+        return 1.0;
+    default:
+        return 0.0;
+    }
+}
+
+// Walks x (es-byte elements) once, folding each run into the output
+// element(s) it reduces to; s (optional) is indexed like the output.
+static void reduce_walk(const char *x, char *o, const char *s, int rank, const int64_t *shape, const bool *mask,
+                        size_t es, fold_fn fold)
+{
     // Output strides per input dim (0 where reduced), then dims collapsed.
-    int64_t ost[R], s = 1;
-    for (int d = x->rank - 1; d >= 0; d--) {
-        ost[d] = mask[d] ? 0 : s;
+    int64_t ost[R], st = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        ost[d] = mask[d] ? 0 : st;
         if (!mask[d])
-            s *= x->shape[d];
+            st *= shape[d];
     }
     int64_t cd[R], cs[R];
-    int r = reel_collapse_dims(x->rank, x->shape, ost, cd, cs, 0);
+    int r = reel_collapse_dims(rank, shape, ost, cd, cs, 0);
     int last = r - 1;
     int64_t inner = cd[last], idx[R] = { 0 }, off = 0;
-    const float *p = xp;
+    const char *p = x;
     for (;;) {
-        if (cs[last] == 0) {
-            float acc = init;
-            if (kind == RED_MAX)
-                for (int64_t i = 0; i < inner; i++)
-                    acc = p[i] > acc || isnan(p[i]) ? p[i] : acc;
-            else
-                for (int64_t i = 0; i < inner; i++)
-                    acc += p[i];
-            o[off] = kind == RED_MAX ? (acc > o[off] || isnan(acc) ? acc : o[off]) : o[off] + acc;
-        } else {
-            float *restrict q = o + off;
-            const float *restrict a = p;
-            if (kind == RED_MAX)
-                for (int64_t i = 0; i < inner; i++)
-                    q[i] = a[i] > q[i] ? a[i] : q[i];
-            else
-                for (int64_t i = 0; i < inner; i++)
-                    q[i] += a[i];
-        }
-        p += inner;
+        fold(p, o + off * es, s ? s + off * es : NULL, inner, cs[last] == 0);
+        p += inner * es;
         int d = last - 1;
         for (; d >= 0; d--) {
             off += cs[d];
@@ -159,11 +226,90 @@ static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
         if (d < 0)
             break;
     }
-    if (kind == RED_MEAN && no > 0) {
-        float inv = (float)no / (float)total;
-        for (int64_t i = 0; i < no; i++)
-            o[i] *= inv;
+}
+
+// The last step of each kind on the folded values: the mean's scale, the
+// root, the logs. shift: LogSumExp's maxima.
+#define FINISH_FN(name, T, SQRT, LOG)                                                          \
+    static void name(T *o, const T *shift, int64_t no, int kind, double scale)                 \
+    {                                                                                          \
+        switch (kind) {                                                                        \
+        case RED_MEAN:                                                                         \
+            for (int64_t i = 0; i < no; i++)                                                   \
+                o[i] = (T)(o[i] * scale);                                                      \
+            break;                                                                             \
+        case RED_L2:                                                                           \
+            for (int64_t i = 0; i < no; i++)                                                   \
+                o[i] = SQRT(o[i]);                                                             \
+            break;                                                                             \
+        case RED_LOG_SUM:                                                                      \
+            for (int64_t i = 0; i < no; i++)                                                   \
+                o[i] = LOG(o[i]);                                                              \
+            break;                                                                             \
+        case RED_LOG_SUM_EXP:                                                                  \
+            for (int64_t i = 0; i < no; i++)                                                   \
+                o[i] = shift[i] + LOG(o[i]);                                                   \
+            break;                                                                             \
+        default:                                                                               \
+            break;                                                                             \
+        }                                                                                      \
     }
+
+FINISH_FN(finish_f32, float, sqrtf, logf)
+FINISH_FN(finish_f64, double, sqrt, log)
+
+static void fill(void *o, int64_t no, double v, bool f64)
+{
+    for (int64_t i = 0; i < no; i++) {
+        if (f64)
+            ((double *)o)[i] = v;
+        else
+            ((float *)o)[i] = (float)v;
+    }
+}
+
+static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, int kind)
+{
+    const reel_tensor *x = in[0];
+    int na = 0;
+    const int64_t *attr = reel_ir_attr_ints(n, "axes", &na);
+    bool mask[R], noop;
+    if (x->dtype != REEL_DTYPE_FLOAT32 && x->dtype != REEL_DTYPE_FLOAT64)
+        return REEL_EINVAL;
+    if (axes_from(n, n->n_inputs > 1 ? in[1] : NULL, attr, na, x->rank, mask, &noop))
+        return REEL_EINVAL;
+    bool f64 = x->dtype == REEL_DTYPE_FLOAT64;
+    size_t es = reel_dtype_size(x->dtype);
+    int64_t total = reel_tensor_count(x->rank, x->shape), no = reel_tensor_count(out[0]->rank, out[0]->shape);
+    void *o = out[0]->data;
+    if (noop) {
+        memmove(o, x->data, es * total);
+        return 0;
+    }
+    // LogSumExp: the maxima first, then the sum of exp(x - max), so large
+    // inputs do not overflow; a max that is not finite shifts by 0.
+    void *shift = NULL;
+    if (kind == RED_LOG_SUM_EXP) {
+        shift = g_malloc(es * (no > 0 ? no : 1));
+        fill(shift, no, -INFINITY, f64);
+        if (total > 0)
+            reduce_walk(x->data, shift, NULL, x->rank, x->shape, mask, es, fold_of(RED_MAX, f64));
+        for (int64_t i = 0; i < no; i++) {
+            double m = f64 ? ((double *)shift)[i] : ((float *)shift)[i];
+            if (!isfinite(m))
+                fill((char *)shift + i * es, 1, 0.0, f64);
+        }
+    }
+    fill(o, no, init_of(kind), f64);
+    if (total > 0)
+        reduce_walk(x->data, o, shift, x->rank, x->shape, mask, es, fold_of(kind, f64));
+    // An empty reduction's mean is 0/0.
+    double scale = total > 0 ? (double)no / (double)total : NAN;
+    if (f64)
+        finish_f64(o, shift, no, kind, scale);
+    else
+        finish_f32(o, shift, no, kind, scale);
+    g_free(shift);
     return 0;
 }
 
@@ -179,6 +325,13 @@ static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
 REDUCE_OP("ReduceSum", reduce_sum, RED_SUM)
 REDUCE_OP("ReduceMean", reduce_mean, RED_MEAN)
 REDUCE_OP("ReduceMax", reduce_max, RED_MAX)
+REDUCE_OP("ReduceMin", reduce_min, RED_MIN)
+REDUCE_OP("ReduceProd", reduce_prod, RED_PROD)
+REDUCE_OP("ReduceL1", reduce_l1, RED_L1)
+REDUCE_OP("ReduceL2", reduce_l2, RED_L2)
+REDUCE_OP("ReduceLogSum", reduce_log_sum, RED_LOG_SUM)
+REDUCE_OP("ReduceLogSumExp", reduce_log_sum_exp, RED_LOG_SUM_EXP)
+REDUCE_OP("ReduceSumSquare", reduce_sum_square, RED_SUM_SQUARE)
 
 // ---- Softmax / LogSoftmax ---------------------------------------------------
 
@@ -275,5 +428,7 @@ static const reel_op op_softmax = { .name = "Softmax", .infer = infer_softmax, .
 static const reel_op op_log_softmax = { .name = "LogSoftmax", .infer = infer_softmax, .run = run_log_softmax };
 
 const reel_op *const reel_ops_reduce[] = {
-    &op_reduce_mean, &op_reduce_max, &op_reduce_sum, &op_softmax, &op_log_softmax, NULL,
+    &op_reduce_mean, &op_reduce_max, &op_reduce_sum, &op_reduce_min, &op_reduce_prod, &op_reduce_l1,
+    &op_reduce_l2, &op_reduce_log_sum, &op_reduce_log_sum_exp, &op_reduce_sum_square, &op_softmax,
+    &op_log_softmax, NULL,
 };
