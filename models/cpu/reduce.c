@@ -1,7 +1,9 @@
-// Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare,
-// float32 and double) and Softmax/LogSoftmax (float32).
+// Reductions (ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare:
+// float32 and double, int32 and int64 where the result is an integer) and
+// Softmax/LogSoftmax (float32).
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "models/cpu/collapse.h"
@@ -71,14 +73,29 @@ static int axes_from(const reel_ir_node *n, const reel_tensor *t, const int64_t 
     return 0;
 }
 
-static int infer_reduce(reel_ir_graph *g, reel_ir_node *n, GError **error)
+static bool is_int_type(reel_dtype t)
+{
+    return t == REEL_DTYPE_INT32 || t == REEL_DTYPE_INT64;
+}
+
+// float32 and double for every kind; int32 and int64 for the kinds whose
+// result stays an integer (the mean truncated, as ONNX's reference casts it).
+static bool reduce_supports(int kind, reel_dtype t)
+{
+    if (t == REEL_DTYPE_FLOAT32 || t == REEL_DTYPE_FLOAT64)
+        return true;
+    return is_int_type(t) && kind != RED_L2 && kind != RED_LOG_SUM && kind != RED_LOG_SUM_EXP;
+}
+
+static int infer_reduce(reel_ir_graph *g, reel_ir_node *n, GError **error, int kind)
 {
     reel_ir_value *x = reel_op_input(g, n, 0), *o = reel_op_output(g, n, 0);
     if (!x || !o)
         return reel_op_fail(error, n, REEL_EINVAL, "needs an input and an output");
-    if (x->dtype != REEL_DTYPE_FLOAT32 && x->dtype != REEL_DTYPE_FLOAT64)
-        return reel_op_fail(error, n, REEL_EINVAL, "input type %s is not supported (float32 and double only)",
-                            reel_dtype_name(x->dtype) ? reel_dtype_name(x->dtype) : "unknown");
+    if (!reduce_supports(kind, x->dtype))
+        return reel_op_fail(error, n, REEL_EINVAL, "input type %s is not supported (float32, double%s)",
+                            reel_dtype_name(x->dtype) ? reel_dtype_name(x->dtype) : "unknown",
+                            reduce_supports(kind, REEL_DTYPE_INT32) ? ", int32, int64" : "");
     bool keep = reel_ir_attr_int(n, "keepdims", 1) != 0;
     reel_ir_value *av = reel_op_input(g, n, 1);
     int na = 0;
@@ -115,10 +132,15 @@ static int infer_reduce(reel_ir_graph *g, reel_ir_node *n, GError **error)
 typedef void (*fold_fn)(const void *x, void *o, const void *s, int64_t n, bool along);
 
 // Each kind is a map of the element and a combine; a macro stamps them out
-// per element type so every loop stays a plain typed loop.
+// per element type so every loop stays a plain typed loop. Integer sums and
+// products run on the unsigned type of the same size: they wrap (as numpy's
+// do) rather than overflow; its top bit is the sign for UABS.
 #define MAP_ID(v, sh) (v)
 #define MAP_ABS(v, sh) ((v) < 0 ? -(v) : (v))
+#define MAP_UABS(v, sh) ((v) >> (sizeof(v) * 8 - 1) ? 0 - (v) : (v))
 #define MAP_SQ(v, sh) ((v) * (v))
+#define MAP_EXP_F32(v, sh) expf((v) - (sh))
+#define MAP_EXP_F64(v, sh) exp((v) - (sh))
 #define COMB_ADD(a, v) ((a) + (v))
 #define COMB_MUL(a, v) ((a) * (v))
 // NaN wins, as in ONNX's reference.
@@ -143,55 +165,90 @@ typedef void (*fold_fn)(const void *x, void *o, const void *s, int64_t n, bool a
         }                                                                              \
     }
 
-#define MAP_EXP_F32(v, sh) expf((v) - (sh))
-#define MAP_EXP_F64(v, sh) exp((v) - (sh))
+FOLD_FN(sum_f32, float, MAP_ID, COMB_ADD)
+FOLD_FN(abs_sum_f32, float, MAP_ABS, COMB_ADD)
+FOLD_FN(sq_sum_f32, float, MAP_SQ, COMB_ADD)
+FOLD_FN(exp_sum_f32, float, MAP_EXP_F32, COMB_ADD)
+FOLD_FN(prod_f32, float, MAP_ID, COMB_MUL)
+FOLD_FN(max_f32, float, MAP_ID, COMB_MAX)
+FOLD_FN(min_f32, float, MAP_ID, COMB_MIN)
+FOLD_FN(sum_f64, double, MAP_ID, COMB_ADD)
+FOLD_FN(abs_sum_f64, double, MAP_ABS, COMB_ADD)
+FOLD_FN(sq_sum_f64, double, MAP_SQ, COMB_ADD)
+FOLD_FN(exp_sum_f64, double, MAP_EXP_F64, COMB_ADD)
+FOLD_FN(prod_f64, double, MAP_ID, COMB_MUL)
+FOLD_FN(max_f64, double, MAP_ID, COMB_MAX)
+FOLD_FN(min_f64, double, MAP_ID, COMB_MIN)
+FOLD_FN(sum_i32, uint32_t, MAP_ID, COMB_ADD)
+FOLD_FN(abs_sum_i32, uint32_t, MAP_UABS, COMB_ADD)
+FOLD_FN(sq_sum_i32, uint32_t, MAP_SQ, COMB_ADD)
+FOLD_FN(prod_i32, uint32_t, MAP_ID, COMB_MUL)
+FOLD_FN(max_i32, int32_t, MAP_ID, COMB_MAX)
+FOLD_FN(min_i32, int32_t, MAP_ID, COMB_MIN)
+FOLD_FN(sum_i64, uint64_t, MAP_ID, COMB_ADD)
+FOLD_FN(abs_sum_i64, uint64_t, MAP_UABS, COMB_ADD)
+FOLD_FN(sq_sum_i64, uint64_t, MAP_SQ, COMB_ADD)
+FOLD_FN(prod_i64, uint64_t, MAP_ID, COMB_MUL)
+FOLD_FN(max_i64, int64_t, MAP_ID, COMB_MAX)
+FOLD_FN(min_i64, int64_t, MAP_ID, COMB_MIN)
 
-#define FOLD_SET(T, sfx, MAP_EXP)                     \
-    FOLD_FN(sum_##sfx, T, MAP_ID, COMB_ADD)           \
-    FOLD_FN(abs_sum_##sfx, T, MAP_ABS, COMB_ADD)      \
-    FOLD_FN(sq_sum_##sfx, T, MAP_SQ, COMB_ADD)        \
-    FOLD_FN(exp_sum_##sfx, T, MAP_EXP, COMB_ADD)      \
-    FOLD_FN(prod_##sfx, T, MAP_ID, COMB_MUL)          \
-    FOLD_FN(max_##sfx, T, MAP_ID, COMB_MAX)           \
-    FOLD_FN(min_##sfx, T, MAP_ID, COMB_MIN)
+// The folds of one element type, by what they compute.
+typedef struct fold_set {
+    fold_fn sum, abs_sum, sq_sum, exp_sum, prod, max, min;
+} fold_set;
 
-FOLD_SET(float, f32, MAP_EXP_F32)
-FOLD_SET(double, f64, MAP_EXP_F64)
+static const fold_set folds_f32 = { sum_f32, abs_sum_f32, sq_sum_f32, exp_sum_f32, prod_f32, max_f32, min_f32 };
+static const fold_set folds_f64 = { sum_f64, abs_sum_f64, sq_sum_f64, exp_sum_f64, prod_f64, max_f64, min_f64 };
+static const fold_set folds_i32 = { sum_i32, abs_sum_i32, sq_sum_i32, NULL, prod_i32, max_i32, min_i32 };
+static const fold_set folds_i64 = { sum_i64, abs_sum_i64, sq_sum_i64, NULL, prod_i64, max_i64, min_i64 };
 
-// The fold of each kind per type (LogSumExp's second pass: exp_sum; its
+// The fold of each kind for type t (LogSumExp's second pass: exp_sum; its
 // first is max).
-static fold_fn fold_of(int kind, bool f64)
+static fold_fn fold_of(int kind, reel_dtype t)
 {
+    const fold_set *f = t == REEL_DTYPE_FLOAT64 ? &folds_f64
+                        : t == REEL_DTYPE_INT32 ? &folds_i32
+                        : t == REEL_DTYPE_INT64 ? &folds_i64
+                                                : &folds_f32;
     switch (kind) {
     case RED_MAX:
-        return f64 ? max_f64 : max_f32;
+        return f->max;
     case RED_MIN:
-        return f64 ? min_f64 : min_f32;
+        return f->min;
     case RED_PROD:
-        return f64 ? prod_f64 : prod_f32;
+        return f->prod;
     case RED_L1:
-        return f64 ? abs_sum_f64 : abs_sum_f32;
+        return f->abs_sum;
     case RED_L2:
     case RED_SUM_SQUARE:
-        return f64 ? sq_sum_f64 : sq_sum_f32;
+        return f->sq_sum;
     case RED_LOG_SUM_EXP:
-        return f64 ? exp_sum_f64 : exp_sum_f32;
+        return f->exp_sum;
     default:
-        return f64 ? sum_f64 : sum_f32;
+        return f->sum;
     }
 }
 
-static double init_of(int kind)
+// Fills o[0..no) with the fold's starting value of `kind` in type t: the
+// identity of its combine (the type's extremes for max and min).
+static void fill_init(void *o, int64_t no, int kind, reel_dtype t)
 {
-    switch (kind) {
-    case RED_MAX:
-        return -INFINITY;
-    case RED_MIN:
-        return INFINITY;
-    case RED_PROD:
-        return 1.0;
-    default:
-        return 0.0;
+    double v = kind == RED_MAX ? -INFINITY : kind == RED_MIN ? INFINITY : kind == RED_PROD ? 1.0 : 0.0;
+    for (int64_t i = 0; i < no; i++) {
+        switch (t) {
+        case REEL_DTYPE_FLOAT64:
+            ((double *)o)[i] = v;
+            break;
+        case REEL_DTYPE_INT32:
+            ((int32_t *)o)[i] = kind == RED_MAX ? INT32_MIN : kind == RED_MIN ? INT32_MAX : (int32_t)v;
+            break;
+        case REEL_DTYPE_INT64:
+            ((int64_t *)o)[i] = kind == RED_MAX ? INT64_MIN : kind == RED_MIN ? INT64_MAX : (int64_t)v;
+            break;
+        default:
+            ((float *)o)[i] = (float)v;
+            break;
+        }
     }
 }
 
@@ -229,7 +286,8 @@ static void reduce_walk(const char *x, char *o, const char *s, int rank, const i
 }
 
 // The last step of each kind on the folded values: the mean's scale, the
-// root, the logs. shift: LogSumExp's maxima.
+// root, the logs. shift: LogSumExp's maxima. An empty reduction's mean
+// is 0/0 (scale NaN).
 #define FINISH_FN(name, T, SQRT, LOG)                                                          \
     static void name(T *o, const T *shift, int64_t no, int kind, double scale)                 \
     {                                                                                          \
@@ -258,14 +316,33 @@ static void reduce_walk(const char *x, char *o, const char *s, int rank, const i
 FINISH_FN(finish_f32, float, sqrtf, logf)
 FINISH_FN(finish_f64, double, sqrt, log)
 
-static void fill(void *o, int64_t no, double v, bool f64)
-{
-    for (int64_t i = 0; i < no; i++) {
-        if (f64)
-            ((double *)o)[i] = v;
-        else
-            ((float *)o)[i] = (float)v;
+// Integer means: the sum divided by the count, truncated.
+#define INT_MEAN_FN(name, T)                                \
+    static void name(T *o, int64_t no, int64_t cnt)         \
+    {                                                       \
+        for (int64_t i = 0; i < no; i++)                    \
+            o[i] = (T)(o[i] / cnt);                         \
     }
+
+INT_MEAN_FN(mean_i32, int32_t)
+INT_MEAN_FN(mean_i64, int64_t)
+
+// LogSumExp's shift: the maxima, each replaced by 0 where not finite.
+static void *lse_shift(const reel_tensor *x, const bool *mask, int64_t no)
+{
+    size_t es = reel_dtype_size(x->dtype);
+    bool f64 = x->dtype == REEL_DTYPE_FLOAT64;
+    void *shift = g_malloc(es * (no > 0 ? no : 1));
+    fill_init(shift, no, RED_MAX, x->dtype);
+    if (reel_tensor_count(x->rank, x->shape) > 0)
+        reduce_walk(x->data, shift, NULL, x->rank, x->shape, mask, es, fold_of(RED_MAX, x->dtype));
+    for (int64_t i = 0; i < no; i++) {
+        if (f64 && !isfinite(((double *)shift)[i]))
+            ((double *)shift)[i] = 0.0;
+        else if (!f64 && !isfinite(((float *)shift)[i]))
+            ((float *)shift)[i] = 0.0f;
+    }
+    return shift;
 }
 
 static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, int kind)
@@ -274,11 +351,10 @@ static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     int na = 0;
     const int64_t *attr = reel_ir_attr_ints(n, "axes", &na);
     bool mask[R], noop;
-    if (x->dtype != REEL_DTYPE_FLOAT32 && x->dtype != REEL_DTYPE_FLOAT64)
+    if (!reduce_supports(kind, x->dtype))
         return REEL_EINVAL;
     if (axes_from(n, n->n_inputs > 1 ? in[1] : NULL, attr, na, x->rank, mask, &noop))
         return REEL_EINVAL;
-    bool f64 = x->dtype == REEL_DTYPE_FLOAT64;
     size_t es = reel_dtype_size(x->dtype);
     int64_t total = reel_tensor_count(x->rank, x->shape), no = reel_tensor_count(out[0]->rank, out[0]->shape);
     void *o = out[0]->data;
@@ -287,40 +363,35 @@ static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
         return 0;
     }
     // LogSumExp: the maxima first, then the sum of exp(x - max), so large
-    // inputs do not overflow; a max that is not finite shifts by 0.
-    void *shift = NULL;
-    if (kind == RED_LOG_SUM_EXP) {
-        shift = g_malloc(es * (no > 0 ? no : 1));
-        fill(shift, no, -INFINITY, f64);
-        if (total > 0)
-            reduce_walk(x->data, shift, NULL, x->rank, x->shape, mask, es, fold_of(RED_MAX, f64));
-        for (int64_t i = 0; i < no; i++) {
-            double m = f64 ? ((double *)shift)[i] : ((float *)shift)[i];
-            if (!isfinite(m))
-                fill((char *)shift + i * es, 1, 0.0, f64);
-        }
-    }
-    fill(o, no, init_of(kind), f64);
+    // inputs do not overflow.
+    void *shift = kind == RED_LOG_SUM_EXP ? lse_shift(x, mask, no) : NULL;
+    fill_init(o, no, kind, x->dtype);
     if (total > 0)
-        reduce_walk(x->data, o, shift, x->rank, x->shape, mask, es, fold_of(kind, f64));
-    // An empty reduction's mean is 0/0.
-    double scale = total > 0 ? (double)no / (double)total : NAN;
-    if (f64)
-        finish_f64(o, shift, no, kind, scale);
-    else
-        finish_f32(o, shift, no, kind, scale);
+        reduce_walk(x->data, o, shift, x->rank, x->shape, mask, es, fold_of(kind, x->dtype));
+    if (x->dtype == REEL_DTYPE_FLOAT64)
+        finish_f64(o, shift, no, kind, total > 0 ? (double)no / (double)total : NAN);
+    else if (x->dtype == REEL_DTYPE_FLOAT32)
+        finish_f32(o, shift, no, kind, total > 0 ? (double)no / (double)total : NAN);
+    else if (kind == RED_MEAN && total > 0 && x->dtype == REEL_DTYPE_INT32)
+        mean_i32(o, no, total / no);
+    else if (kind == RED_MEAN && total > 0)
+        mean_i64(o, no, total / no);
     g_free(shift);
     return 0;
 }
 
 #define REDUCE_OP(Name, fn, kind)                                                                \
+    static int infer_##fn(reel_ir_graph *g, reel_ir_node *n, GError **error)                    \
+    {                                                                                           \
+        return infer_reduce(g, n, error, kind);                                                 \
+    }                                                                                           \
     static int run_##fn(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, \
                         const reel_exec_ctx *ctx)                                               \
     {                                                                                           \
         (void)ctx;                                                                              \
         return run_reduce(n, in, out, kind);                                                    \
     }                                                                                           \
-    static const reel_op op_##fn = { .name = Name, .infer = infer_reduce, .run = run_##fn };
+    static const reel_op op_##fn = { .name = Name, .infer = infer_##fn, .run = run_##fn };
 
 REDUCE_OP("ReduceSum", reduce_sum, RED_SUM)
 REDUCE_OP("ReduceMean", reduce_mean, RED_MEAN)
