@@ -287,7 +287,7 @@ static void reduce_walk(const char *x, char *o, const char *s, int rank, const i
 
 // The last step of each kind on the folded values: the mean's scale, the
 // root, the logs. shift: LogSumExp's maxima. An empty reduction's mean
-// is 0/0 (scale NaN).
+// stays 0 (scale 0), as the Vulkan kernel gives it.
 #define FINISH_FN(name, T, SQRT, LOG)                                                          \
     static void name(T *o, const T *shift, int64_t no, int kind, double scale)                 \
     {                                                                                          \
@@ -369,9 +369,9 @@ static int run_reduce(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     if (total > 0)
         reduce_walk(x->data, o, shift, x->rank, x->shape, mask, es, fold_of(kind, x->dtype));
     if (x->dtype == REEL_DTYPE_FLOAT64)
-        finish_f64(o, shift, no, kind, total > 0 ? (double)no / (double)total : NAN);
+        finish_f64(o, shift, no, kind, total > 0 ? (double)no / (double)total : 0.0);
     else if (x->dtype == REEL_DTYPE_FLOAT32)
-        finish_f32(o, shift, no, kind, total > 0 ? (double)no / (double)total : NAN);
+        finish_f32(o, shift, no, kind, total > 0 ? (double)no / (double)total : 0.0);
     else if (kind == RED_MEAN && total > 0 && x->dtype == REEL_DTYPE_INT32)
         mean_i32(o, no, total / no);
     else if (kind == RED_MEAN && total > 0)
