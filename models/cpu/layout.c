@@ -48,10 +48,14 @@ static int flag_attr(const reel_ir_node *n, const char *name, int def)
     return v == 0 || v == 1 ? (int)v : -1;
 }
 
-// A dim times k, unknown staying unknown.
+// A dim times k (k >= 0), unknown staying unknown; INT64_MAX when it
+// overflows, which the shape checks after infer refuse.
 static int64_t dim_mul(int64_t d, int64_t k)
 {
-    return d < 0 ? REEL_DIM_UNKNOWN : d * k;
+    int64_t r;
+    if (d < 0)
+        return REEL_DIM_UNKNOWN;
+    return __builtin_mul_overflow(d, k, &r) ? INT64_MAX : r;
 }
 
 // n elements from src (element stride ss) to dst (stride ds), es bytes each.
@@ -121,7 +125,7 @@ static int infer_trilu(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (flag_attr(n, "upper", 1) < 0)
         return reel_op_fail(error, n, REEL_EINVAL, "attribute 'upper' = %" G_GINT64_FORMAT " is not supported",
                             reel_ir_attr_int(n, "upper", 1));
-    if (k && (k->dtype != REEL_DTYPE_INT64 || k->rank > 1 || (k->rank == 1 && k->dims[0] > 1)))
+    if (k && (k->dtype != REEL_DTYPE_INT64 || k->rank > 1 || (k->rank == 1 && k->dims[0] >= 0 && k->dims[0] != 1)))
         return reel_op_fail(error, n, REEL_EINVAL, "k must be one int64");
     if (x->rank >= 0 && x->rank < 2)
         return reel_op_fail(error, n, REEL_EINVAL, "input rank %d is not supported (2 or more)", x->rank);
@@ -253,6 +257,9 @@ static int run_range(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
 {
     (void)n;
     (void)ctx;
+    for (int i = 0; i < 3; i++)
+        if (count_of(in[i]) != 1 || in[i]->dtype != out[0]->dtype)
+            return REEL_EINVAL;
     int64_t c = count_of(out[0]);
     void *o = out[0]->data;
     switch (out[0]->dtype) {
@@ -408,7 +415,8 @@ static int infer_tile(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (err)
         return err;
     if (g->opset < 6)
-        return reel_op_fail(error, n, REEL_EUNSUPPORTED, "Tile before opset 6 (tiles and axis inputs) is not supported");
+        return reel_op_fail(error, n, REEL_EUNSUPPORTED,
+                            "Tile before opset 6 (tiles and axis inputs) is not supported");
     reel_ir_value *x = reel_op_input(g, n, 0), *rv = reel_op_input(g, n, 1), *o = reel_op_output(g, n, 0);
     if (!rv || rv->dtype != REEL_DTYPE_INT64 || rv->rank != 1)
         return reel_op_fail(error, n, REEL_EINVAL, "repeats must be a 1-D int64 tensor");
@@ -500,7 +508,8 @@ static int infer_space_depth(reel_ir_graph *g, reel_ir_node *n, GError **error, 
     int64_t dims[4] = { x->dims[0], x->dims[1], x->dims[2], x->dims[3] };
     if (to_space) {
         if (dims[1] >= 0 && dims[1] % (b * b))
-            return reel_op_fail(error, n, REEL_EINVAL, "channels %" G_GINT64_FORMAT " are not a multiple of %" G_GINT64_FORMAT,
+            return reel_op_fail(error, n, REEL_EINVAL,
+                                "channels %" G_GINT64_FORMAT " are not a multiple of %" G_GINT64_FORMAT,
                                 dims[1], b * b);
         dims[1] = dims[1] < 0 ? REEL_DIM_UNKNOWN : dims[1] / (b * b);
         dims[2] = dim_mul(dims[2], b);
@@ -508,7 +517,8 @@ static int infer_space_depth(reel_ir_graph *g, reel_ir_node *n, GError **error, 
     } else {
         for (int d = 2; d < 4; d++) {
             if (dims[d] >= 0 && dims[d] % b)
-                return reel_op_fail(error, n, REEL_EINVAL, "dim %d (%" G_GINT64_FORMAT ") is not a multiple of %" G_GINT64_FORMAT,
+                return reel_op_fail(error, n, REEL_EINVAL,
+                                    "dim %d (%" G_GINT64_FORMAT ") is not a multiple of %" G_GINT64_FORMAT,
                                     d, dims[d], b);
             dims[d] = dims[d] < 0 ? REEL_DIM_UNKNOWN : dims[d] / b;
         }
@@ -667,7 +677,8 @@ static int infer_reverse_sequence(reel_ir_graph *g, reel_ir_node *n, GError **er
     if (x->rank >= 0 && x->rank < 2)
         return reel_op_fail(error, n, REEL_EINVAL, "input rank %d is not supported (2 or more)", x->rank);
     if (x->rank >= 2 && x->dims[ba] >= 0 && lens->dims[0] >= 0 && lens->dims[0] != x->dims[ba])
-        return reel_op_fail(error, n, REEL_EINVAL, "sequence_lens has %" G_GINT64_FORMAT " entries for a batch of %" G_GINT64_FORMAT,
+        return reel_op_fail(error, n, REEL_EINVAL,
+                            "sequence_lens has %" G_GINT64_FORMAT " entries for a batch of %" G_GINT64_FORMAT,
                             lens->dims[0], x->dims[ba]);
     return set_out(o, x->dtype, x->rank, x->rank > 0 ? x->dims : NULL);
 }

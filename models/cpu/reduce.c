@@ -143,9 +143,11 @@ typedef void (*fold_fn)(const void *x, void *o, const void *s, int64_t n, bool a
 #define MAP_EXP_F64(v, sh) exp((v) - (sh))
 #define COMB_ADD(a, v) ((a) + (v))
 #define COMB_MUL(a, v) ((a) * (v))
-// NaN wins, as in ONNX's reference.
+// NaN wins, as in ONNX's reference; integers have none.
 #define COMB_MAX(a, v) ((v) > (a) || (v) != (v) ? (v) : (a))
 #define COMB_MIN(a, v) ((v) < (a) || (v) != (v) ? (v) : (a))
+#define COMB_IMAX(a, v) ((v) > (a) ? (v) : (a))
+#define COMB_IMIN(a, v) ((v) < (a) ? (v) : (a))
 
 #define FOLD_FN(name, T, MAP, COMB)                                                    \
     static void name(const void *xv, void *ov, const void *sv, int64_t n, bool along) \
@@ -183,14 +185,14 @@ FOLD_FN(sum_i32, uint32_t, MAP_ID, COMB_ADD)
 FOLD_FN(abs_sum_i32, uint32_t, MAP_UABS, COMB_ADD)
 FOLD_FN(sq_sum_i32, uint32_t, MAP_SQ, COMB_ADD)
 FOLD_FN(prod_i32, uint32_t, MAP_ID, COMB_MUL)
-FOLD_FN(max_i32, int32_t, MAP_ID, COMB_MAX)
-FOLD_FN(min_i32, int32_t, MAP_ID, COMB_MIN)
+FOLD_FN(max_i32, int32_t, MAP_ID, COMB_IMAX)
+FOLD_FN(min_i32, int32_t, MAP_ID, COMB_IMIN)
 FOLD_FN(sum_i64, uint64_t, MAP_ID, COMB_ADD)
 FOLD_FN(abs_sum_i64, uint64_t, MAP_UABS, COMB_ADD)
 FOLD_FN(sq_sum_i64, uint64_t, MAP_SQ, COMB_ADD)
 FOLD_FN(prod_i64, uint64_t, MAP_ID, COMB_MUL)
-FOLD_FN(max_i64, int64_t, MAP_ID, COMB_MAX)
-FOLD_FN(min_i64, int64_t, MAP_ID, COMB_MIN)
+FOLD_FN(max_i64, int64_t, MAP_ID, COMB_IMAX)
+FOLD_FN(min_i64, int64_t, MAP_ID, COMB_IMIN)
 
 // The folds of one element type, by what they compute.
 typedef struct fold_set {
