@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "models/cpu/nn.h"
 #include "models/op.h"
 
 #define R REEL_TENSOR_MAX_RANK
@@ -540,45 +541,60 @@ static int infer_space_to_depth(reel_ir_graph *g, reel_ir_node *n, GError **erro
 // The small (N, C, H, W) side is `deep` (C = oc * b * b), the large one
 // `wide` (oc, H * b, W * b): element (c, h*b + i, w*b + j) of `wide` is
 // channel (i*b + j)*oc + c (DCR) or c*b*b + i*b + j (CRD) at (h, w) of
-// `deep`. DepthToSpace copies deep to wide, SpaceToDepth (DCR) back.
-static void space_depth(const reel_tensor *deep_t, const reel_tensor *wide_t, char *deep, char *wide, int64_t b,
-                        bool crd, bool to_space)
+// `deep`. DepthToSpace copies deep to wide, SpaceToDepth (DCR) back; one
+// task per (n, c, h), the b output rows it fills.
+typedef struct space_depth_job {
+    char *deep, *wide;
+    int64_t C, H, W, oc, b;
+    size_t es;
+    bool crd, to_space;
+} space_depth_job;
+
+static void space_depth_task(void *arg, int task, int worker)
 {
-    size_t es = reel_dtype_size(deep_t->dtype);
-    int64_t N = deep_t->shape[0], C = deep_t->shape[1], H = deep_t->shape[2], W = deep_t->shape[3];
-    int64_t oc = wide_t->shape[1], WW = W * b;
-    for (int64_t nn = 0; nn < N; nn++)
-        for (int64_t c = 0; c < oc; c++)
-            for (int64_t h = 0; h < H; h++)
-                for (int64_t i = 0; i < b; i++)
-                    for (int64_t j = 0; j < b; j++) {
-                        int64_t ch = crd ? c * b * b + i * b + j : (i * b + j) * oc + c;
-                        int64_t dp = ((nn * C + ch) * H + h) * W, wp = ((nn * oc + c) * H * b + h * b + i) * WW + j;
-                        char *d = deep + dp * (int64_t)es, *w = wide + wp * (int64_t)es;
-                        if (to_space)
-                            copy_elems(w, b, d, 1, W, es);
-                        else
-                            copy_elems(d, 1, w, b, W, es);
-                    }
+    (void)worker;
+    const space_depth_job *j = arg;
+    int64_t b = j->b, h = task % j->H, c = task / j->H % j->oc, nn = task / j->H / j->oc;
+    for (int64_t i = 0; i < b; i++)
+        for (int64_t k = 0; k < b; k++) {
+            int64_t ch = j->crd ? c * b * b + i * b + k : (i * b + k) * j->oc + c;
+            int64_t dp = ((nn * j->C + ch) * j->H + h) * j->W;
+            int64_t wp = ((nn * j->oc + c) * j->H * b + h * b + i) * j->W * b + k;
+            char *d = j->deep + dp * (int64_t)j->es, *w = j->wide + wp * (int64_t)j->es;
+            if (j->to_space)
+                copy_elems(w, b, d, 1, j->W, j->es);
+            else
+                copy_elems(d, 1, w, b, j->W, j->es);
+        }
+}
+
+static int space_depth(const reel_tensor *deep, const reel_tensor *wide, int64_t b, bool crd, bool to_space,
+                       const reel_exec_ctx *ctx)
+{
+    space_depth_job j = { .deep = deep->data, .wide = wide->data, .C = deep->shape[1], .H = deep->shape[2],
+                          .W = deep->shape[3], .oc = wide->shape[1], .b = b, .es = reel_dtype_size(deep->dtype),
+                          .crd = crd, .to_space = to_space };
+    int64_t tasks = deep->shape[0] * j.oc * j.H;
+    if (tasks > INT32_MAX)
+        return REEL_EINVAL;
+    if (tasks > 0 && j.W > 0)
+        nn_parallel(ctx, (int)tasks, space_depth_task, &j);
+    return 0;
 }
 
 static int run_depth_to_space(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
                               const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     int mode = d2s_mode(n);
     if (mode < 0)
         return REEL_EINVAL;
-    space_depth(in[0], out[0], in[0]->data, out[0]->data, reel_ir_attr_int(n, "blocksize", 1), mode == 1, true);
-    return 0;
+    return space_depth(in[0], out[0], reel_ir_attr_int(n, "blocksize", 1), mode == 1, true, ctx);
 }
 
 static int run_space_to_depth(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
                               const reel_exec_ctx *ctx)
 {
-    (void)ctx;
-    space_depth(out[0], in[0], out[0]->data, in[0]->data, reel_ir_attr_int(n, "blocksize", 1), false, false);
-    return 0;
+    return space_depth(out[0], in[0], reel_ir_attr_int(n, "blocksize", 1), false, false, ctx);
 }
 static const reel_op op_depth_to_space = {
     .name = "DepthToSpace", .infer = infer_depth_to_space, .run = run_depth_to_space

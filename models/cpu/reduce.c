@@ -149,7 +149,10 @@ typedef void (*fold_fn)(const void *x, void *o, const void *s, int64_t n, bool a
 #define COMB_IMAX(a, v) ((v) > (a) ? (v) : (a))
 #define COMB_IMIN(a, v) ((v) < (a) ? (v) : (a))
 
-#define FOLD_FN(name, T, MAP, COMB)                                                    \
+// Along a run the fold keeps LANES partial results, so the loop is not one
+// chain of dependent adds and vectorizes; ID is the combine's identity.
+#define LANES 8
+#define FOLD_FN(name, T, MAP, COMB, ID)                                                \
     static void name(const void *xv, void *ov, const void *sv, int64_t n, bool along) \
     {                                                                                  \
         const T *restrict x = xv;                                                      \
@@ -157,9 +160,17 @@ typedef void (*fold_fn)(const void *x, void *o, const void *s, int64_t n, bool a
         const T *restrict s = sv;                                                      \
         (void)s;                                                                       \
         if (along) {                                                                   \
-            T acc = o[0];                                                              \
-            for (int64_t i = 0; i < n; i++)                                            \
+            T lane[LANES], acc = o[0];                                                 \
+            for (int l = 0; l < LANES; l++)                                            \
+                lane[l] = ID;                                                          \
+            int64_t i = 0;                                                             \
+            for (; i + LANES <= n; i += LANES)                                         \
+                for (int l = 0; l < LANES; l++)                                        \
+                    lane[l] = COMB(lane[l], MAP(x[i + l], s[0]));                      \
+            for (; i < n; i++)                                                         \
                 acc = COMB(acc, MAP(x[i], s[0]));                                      \
+            for (int l = 0; l < LANES; l++)                                            \
+                acc = COMB(acc, lane[l]);                                              \
             o[0] = acc;                                                                \
         } else {                                                                       \
             for (int64_t i = 0; i < n; i++)                                            \
@@ -167,32 +178,32 @@ typedef void (*fold_fn)(const void *x, void *o, const void *s, int64_t n, bool a
         }                                                                              \
     }
 
-FOLD_FN(sum_f32, float, MAP_ID, COMB_ADD)
-FOLD_FN(abs_sum_f32, float, MAP_ABS, COMB_ADD)
-FOLD_FN(sq_sum_f32, float, MAP_SQ, COMB_ADD)
-FOLD_FN(exp_sum_f32, float, MAP_EXP_F32, COMB_ADD)
-FOLD_FN(prod_f32, float, MAP_ID, COMB_MUL)
-FOLD_FN(max_f32, float, MAP_ID, COMB_MAX)
-FOLD_FN(min_f32, float, MAP_ID, COMB_MIN)
-FOLD_FN(sum_f64, double, MAP_ID, COMB_ADD)
-FOLD_FN(abs_sum_f64, double, MAP_ABS, COMB_ADD)
-FOLD_FN(sq_sum_f64, double, MAP_SQ, COMB_ADD)
-FOLD_FN(exp_sum_f64, double, MAP_EXP_F64, COMB_ADD)
-FOLD_FN(prod_f64, double, MAP_ID, COMB_MUL)
-FOLD_FN(max_f64, double, MAP_ID, COMB_MAX)
-FOLD_FN(min_f64, double, MAP_ID, COMB_MIN)
-FOLD_FN(sum_i32, uint32_t, MAP_ID, COMB_ADD)
-FOLD_FN(abs_sum_i32, uint32_t, MAP_UABS, COMB_ADD)
-FOLD_FN(sq_sum_i32, uint32_t, MAP_SQ, COMB_ADD)
-FOLD_FN(prod_i32, uint32_t, MAP_ID, COMB_MUL)
-FOLD_FN(max_i32, int32_t, MAP_ID, COMB_IMAX)
-FOLD_FN(min_i32, int32_t, MAP_ID, COMB_IMIN)
-FOLD_FN(sum_i64, uint64_t, MAP_ID, COMB_ADD)
-FOLD_FN(abs_sum_i64, uint64_t, MAP_UABS, COMB_ADD)
-FOLD_FN(sq_sum_i64, uint64_t, MAP_SQ, COMB_ADD)
-FOLD_FN(prod_i64, uint64_t, MAP_ID, COMB_MUL)
-FOLD_FN(max_i64, int64_t, MAP_ID, COMB_IMAX)
-FOLD_FN(min_i64, int64_t, MAP_ID, COMB_IMIN)
+FOLD_FN(sum_f32, float, MAP_ID, COMB_ADD, 0)
+FOLD_FN(abs_sum_f32, float, MAP_ABS, COMB_ADD, 0)
+FOLD_FN(sq_sum_f32, float, MAP_SQ, COMB_ADD, 0)
+FOLD_FN(exp_sum_f32, float, MAP_EXP_F32, COMB_ADD, 0)
+FOLD_FN(prod_f32, float, MAP_ID, COMB_MUL, 1)
+FOLD_FN(max_f32, float, MAP_ID, COMB_MAX, -INFINITY)
+FOLD_FN(min_f32, float, MAP_ID, COMB_MIN, INFINITY)
+FOLD_FN(sum_f64, double, MAP_ID, COMB_ADD, 0)
+FOLD_FN(abs_sum_f64, double, MAP_ABS, COMB_ADD, 0)
+FOLD_FN(sq_sum_f64, double, MAP_SQ, COMB_ADD, 0)
+FOLD_FN(exp_sum_f64, double, MAP_EXP_F64, COMB_ADD, 0)
+FOLD_FN(prod_f64, double, MAP_ID, COMB_MUL, 1)
+FOLD_FN(max_f64, double, MAP_ID, COMB_MAX, -INFINITY)
+FOLD_FN(min_f64, double, MAP_ID, COMB_MIN, INFINITY)
+FOLD_FN(sum_i32, uint32_t, MAP_ID, COMB_ADD, 0)
+FOLD_FN(abs_sum_i32, uint32_t, MAP_UABS, COMB_ADD, 0)
+FOLD_FN(sq_sum_i32, uint32_t, MAP_SQ, COMB_ADD, 0)
+FOLD_FN(prod_i32, uint32_t, MAP_ID, COMB_MUL, 1)
+FOLD_FN(max_i32, int32_t, MAP_ID, COMB_IMAX, INT32_MIN)
+FOLD_FN(min_i32, int32_t, MAP_ID, COMB_IMIN, INT32_MAX)
+FOLD_FN(sum_i64, uint64_t, MAP_ID, COMB_ADD, 0)
+FOLD_FN(abs_sum_i64, uint64_t, MAP_UABS, COMB_ADD, 0)
+FOLD_FN(sq_sum_i64, uint64_t, MAP_SQ, COMB_ADD, 0)
+FOLD_FN(prod_i64, uint64_t, MAP_ID, COMB_MUL, 1)
+FOLD_FN(max_i64, int64_t, MAP_ID, COMB_IMAX, INT64_MIN)
+FOLD_FN(min_i64, int64_t, MAP_ID, COMB_IMIN, INT64_MAX)
 
 // The folds of one element type, by what they compute.
 typedef struct fold_set {

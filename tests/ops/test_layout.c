@@ -3,7 +3,7 @@
 // LogSumExp that would overflow, Trilu's extreme k, empty ranges, CumSum
 // and Tile on other types, DepthToSpace round trips, EyeLike's types, and
 // the attribute values, types and shapes each op refuses (the message
-// names the node).
+// names the node). Every run also runs over two workers, to the same bytes.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,9 +14,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "models/cpu/workers.h"
 #include "models/op.h"
 
 #define MAX_IN 4
+
+static reel_workers *pool;
+
+static double last_run_ms; // of call()'s last op->run
 
 typedef struct node_call {
     const char *op;
@@ -130,7 +135,16 @@ static int call(const node_call *c, int n_in, reel_tensor **in, reel_tensor **ou
         *out = reel_tensor_new(v->dtype, v->rank, v->dims);
         assert_non_null(*out);
         reel_exec_ctx ctx = { .opset = g->opset, .threads = 1 };
+        gint64 t0 = g_get_monotonic_time();
         rc = op->run(&n, in, out, &ctx);
+        last_run_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
+        // Again over two workers: the same bytes.
+        reel_tensor *two = reel_tensor_new(v->dtype, v->rank, v->dims);
+        reel_exec_ctx ctx2 = { .opset = g->opset, .threads = 2, .workers = pool };
+        assert_int_equal(op->run(&n, in, &two, &ctx2), rc);
+        if (!rc && memcmp(two->data, (*out)->data, two->nbytes) != 0)
+            fail_msg("%s: the output differs on two workers", c->op);
+        reel_tensor_free(&two);
         if (rc)
             reel_tensor_free(out);
     }
@@ -590,6 +604,59 @@ static void size_counts(void **state)
     expect_run(&c, 1, in, REEL_DTYPE_INT64, 0, NULL, (double[]){ 0 }, 0);
 }
 
+// ---- timing -------------------------------------------------------------------
+
+// The per-frame shapes these ops see in vision models: a squeeze-excite
+// mean over H and W, a pixel shuffle to 1080p; checked against a double
+// reference and timed (best of 5, one thread; then checked on two).
+static void vision_timing(void **state)
+{
+    (void)state;
+    const int64_t xs[] = { 1, 256, 56, 56 }, hw[] = { 2, 3 }, os[] = { 1, 256, 1, 1 };
+    reel_tensor *x = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, xs);
+    float *xd = x->data;
+    srand(11);
+    for (int64_t i = 0; i < 256 * 56 * 56; i++)
+        xd[i] = (float)rand() / RAND_MAX * 4 - 1;
+    double want[256], best = INFINITY;
+    for (int c = 0; c < 256; c++) {
+        double acc = 0;
+        for (int i = 0; i < 56 * 56; i++)
+            acc += xd[c * 56 * 56 + i];
+        want[c] = acc / (56 * 56);
+    }
+    node_call mean = { .op = "ReduceMean", .opset = 13 };
+    attr_ints(&mean, "axes", hw, 2);
+    for (int rep = 0; rep < 5; rep++) {
+        reel_tensor *in[1] = { reel_tensor_dup(x) }, *out;
+        assert_int_equal(call(&mean, 1, in, &out, NULL), 0);
+        best = MIN(best, last_run_ms);
+        expect_tensor(out, REEL_DTYPE_FLOAT32, 4, os, want, 1e-5);
+        reel_tensor_free(&out);
+    }
+    printf("ReduceMean 1x256x56x56 over H, W: %.3f ms (best of 5)\n", best);
+    reel_tensor_free(&x);
+
+    const int64_t ds[] = { 1, 48, 270, 480 };
+    node_call d2s = { .op = "DepthToSpace", .opset = 13 };
+    attr_int(&d2s, "blocksize", 4);
+    best = INFINITY;
+    for (int rep = 0; rep < 5; rep++) {
+        reel_tensor *in[1] = { tensor(REEL_DTYPE_FLOAT32, 4, ds, NULL) }, *out;
+        assert_int_equal(call(&d2s, 1, in, &out, NULL), 0);
+        best = MIN(best, last_run_ms);
+        // Element (c, y, x) comes from channel ((y % 4) * 4 + x % 4) * 3 + c at (y / 4, x / 4).
+        const float *o = out->data;
+        for (int64_t k = 0; k < 3 * 1080 * 1920; k += 9973) {
+            int64_t c = k / (1080 * 1920), y = k / 1920 % 1080, xx = k % 1920;
+            int64_t ch = ((y % 4) * 4 + xx % 4) * 3 + c;
+            assert_true(o[k] == (float)((ch * 270 + y / 4) * 480 + xx / 4));
+        }
+        reel_tensor_free(&out);
+    }
+    printf("DepthToSpace 1x48x270x480 to 1x3x1080x1920: %.3f ms (best of 5)\n", best);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +666,10 @@ int main(void)
         cmocka_unit_test(cumsum_forms),        cmocka_unit_test(tile_repeats),
         cmocka_unit_test(depth_space_modes),   cmocka_unit_test(eye_like_types),
         cmocka_unit_test(reverse_sequence_steps), cmocka_unit_test(size_counts),
+        cmocka_unit_test(vision_timing),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    pool = reel_workers_create(2);
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    reel_workers_destroy(&pool);
+    return r;
 }
