@@ -196,9 +196,9 @@ static size_t value_bytes(const reel_ir_value *v)
     return c < 0 ? 0 : (size_t)c * reel_dtype_size(v->dtype);
 }
 
-// Small inputs that decide shapes (int64 ones, and the scales/sizes of
-// Resize/Upsample) are read as constants while planning; their contents
-// are then part of the plan's key.
+// Small inputs that decide shapes (int64 ones, the scales/sizes of
+// Resize/Upsample, Range's scalars) are read as constants while planning;
+// their contents are then part of the plan's key.
 static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
 {
     if (b->mem)
@@ -211,9 +211,10 @@ static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
         return true;
     for (guint i = 0; i < g->nodes->len; i++) {
         const reel_ir_node *n = reel_ir_node_at(g, (int)i);
-        if (strcmp(n->op, "Resize") && strcmp(n->op, "Upsample"))
+        bool range = strcmp(n->op, "Range") == 0;
+        if (!range && strcmp(n->op, "Resize") && strcmp(n->op, "Upsample"))
             continue;
-        for (int k = 1; k < n->n_inputs; k++)
+        for (int k = range ? 0 : 1; k < n->n_inputs; k++)
             if (n->inputs[k] == vi)
                 return true;
     }
