@@ -1,6 +1,487 @@
 // ArgMax, ArgMin, Hardmax, CumSum, TopK.
-#include "models/op.h"
+// Each works along one axis of a row-major tensor seen as (outer, dim,
+// inner): elements k of a slice are `inner` apart, and kernels that can walk
+// whole rows of `inner` contiguous elements at a time do.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/cpu/nn.h"
+
+#define R REEL_TENSOR_MAX_RANK
+#define NO_NAN(v) false // the NaN test of integer kernels
+
+static const char *dtype_name(reel_dtype t)
+{
+    const char *s = reel_dtype_name(t);
+    return s ? s : "unknown";
+}
+
+static bool dtype_in(reel_dtype t, const reel_dtype *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == t)
+            return true;
+    return false;
+}
+
+// Fails unless input 0 has one of the dtypes in list[0..n).
+static int need_dtype(reel_ir_graph *g, reel_ir_node *n, const reel_dtype *list, int count, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0);
+    if (!x || !reel_op_output(g, n, 0))
+        NN_FAIL(error, REEL_EINVAL, n, "needs an input and an output");
+    if (!dtype_in(x->dtype, list, count))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "input type %s is not supported", dtype_name(x->dtype));
+    return 0;
+}
+
+// axis in [-rank, rank) made non-negative; false when out of range.
+static bool norm_axis(int64_t *axis, int rank)
+{
+    if (*axis < -rank || *axis >= rank)
+        return false;
+    if (*axis < 0)
+        *axis += rank;
+    return true;
+}
+
+// The (outer, dim, inner) view of shape around axis.
+static void split_at(int rank, const int64_t *shape, int axis, int64_t *outer, int64_t *dim, int64_t *inner)
+{
+    *outer = reel_tensor_count(axis, shape);
+    *dim = rank ? shape[axis] : 1;
+    *inner = rank ? reel_tensor_count(rank - axis - 1, shape + axis + 1) : 1;
+}
+
+// ---- ArgMax, ArgMin -------------------------------------------------------------
+
+static const reel_dtype arg_types[] = { REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT64, REEL_DTYPE_INT32,
+                                        REEL_DTYPE_INT64,   REEL_DTYPE_UINT8,   REEL_DTYPE_INT8 };
+
+static int infer_arg(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_dtype(g, n, arg_types, G_N_ELEMENTS(arg_types), error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0), *o = reel_op_output(g, n, 0);
+    bool keep = reel_ir_attr_int(n, "keepdims", 1) != 0;
+    if (x->rank < 0) {
+        nn_set(o, REEL_DTYPE_INT64, -1, NULL);
+        return 0;
+    }
+    int64_t axis = reel_ir_attr_int(n, "axis", 0), a = axis;
+    if (x->rank == 0 || !norm_axis(&a, x->rank))
+        NN_FAIL(error, REEL_EINVAL, n, "axis %" G_GINT64_FORMAT " is out of range for rank %d", axis, x->rank);
+    if (x->dims[a] == 0)
+        NN_FAIL(error, REEL_EINVAL, n, "the reduced axis is empty");
+    int64_t dims[R];
+    int k = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (d != a)
+            dims[k++] = x->dims[d];
+        else if (keep)
+            dims[k++] = 1;
+    nn_set(o, REEL_DTYPE_INT64, k, dims);
+    return 0;
+}
+
+// The running best of each of the inner columns.
+static size_t scratch_arg(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    (void)out;
+    int64_t axis = reel_ir_attr_int(n, "axis", 0), outer, dim, inner;
+    if (!norm_axis(&axis, in[0]->rank))
+        return 0;
+    split_at(in[0]->rank, in[0]->shape, (int)axis, &outer, &dim, &inner);
+    return (size_t)inner * sizeof(double);
+}
+
+// idx[o * inner + j]: the position along dim of the largest (max) or
+// smallest element of column j of block o; ties go to the first, or with
+// `last` the last. NaN wins, as in numpy. Rows are walked whole so the
+// loops vectorize.
+#define ARG_KERNEL(T, sfx, ISNAN)                                                                            \
+    static void arg_##sfx(const T *restrict x, int64_t outer, int64_t dim, int64_t inner, bool max,      \
+                          bool last, T *restrict best, int64_t *restrict idx)                           \
+    {                                                                                                   \
+        for (int64_t o = 0; o < outer; o++) {                                                           \
+            const T *p = x + o * dim * inner;                                                           \
+            int64_t *q = idx + o * inner;                                                               \
+            for (int64_t j = 0; j < inner; j++) {                                                       \
+                best[j] = p[j];                                                                         \
+                q[j] = 0;                                                                               \
+            }                                                                                           \
+            for (int64_t k = 1; k < dim; k++) {                                                         \
+                const T *r = p + k * inner;                                                             \
+                for (int64_t j = 0; j < inner; j++) {                                                   \
+                    T v = r[j], b = best[j];                                                            \
+                    bool nan_v = ISNAN(v), nan_b = ISNAN(b);                                                   \
+                    bool better = max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);              \
+                    bool take = (better && !nan_b) || (nan_v && (last || !nan_b));                      \
+                    best[j] = take ? v : b;                                                             \
+                    q[j] = take ? k : q[j];                                                             \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }
+
+ARG_KERNEL(float, f32, isnan)
+ARG_KERNEL(double, f64, isnan)
+ARG_KERNEL(int32_t, i32, NO_NAN)
+ARG_KERNEL(int64_t, i64, NO_NAN)
+ARG_KERNEL(uint8_t, u8, NO_NAN)
+ARG_KERNEL(int8_t, i8, NO_NAN)
+
+// The arg kernel of x's dtype over (outer, dim, inner) into idx; best is
+// scratch for inner elements of up to 8 bytes.
+static int arg_any(const reel_tensor *x, int64_t outer, int64_t dim, int64_t inner, bool max, bool last,
+                   void *best, int64_t *idx)
+{
+    switch (x->dtype) {
+    case REEL_DTYPE_FLOAT32: arg_f32(x->data, outer, dim, inner, max, last, best, idx); break;
+    case REEL_DTYPE_FLOAT64: arg_f64(x->data, outer, dim, inner, max, last, best, idx); break;
+    case REEL_DTYPE_INT32: arg_i32(x->data, outer, dim, inner, max, last, best, idx); break;
+    case REEL_DTYPE_INT64: arg_i64(x->data, outer, dim, inner, max, last, best, idx); break;
+    case REEL_DTYPE_UINT8: arg_u8(x->data, outer, dim, inner, max, last, best, idx); break;
+    case REEL_DTYPE_INT8: arg_i8(x->data, outer, dim, inner, max, last, best, idx); break;
+    default: return REEL_EUNSUPPORTED;
+    }
+    return 0;
+}
+
+static int run_arg(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx,
+                   bool max)
+{
+    const reel_tensor *x = in[0];
+    int64_t axis = reel_ir_attr_int(n, "axis", 0), outer, dim, inner;
+    if (!norm_axis(&axis, x->rank))
+        return REEL_EINVAL;
+    split_at(x->rank, x->shape, (int)axis, &outer, &dim, &inner);
+    if (dim == 0)
+        return REEL_EINVAL;
+    if (ctx->scratch_size < (size_t)inner * sizeof(double))
+        return REEL_EINVAL;
+    bool last = reel_ir_attr_int(n, "select_last_index", 0) != 0;
+    return arg_any(x, outer, dim, inner, max, last, ctx->scratch, out[0]->data);
+}
+
+static int run_argmax(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                      const reel_exec_ctx *ctx)
+{
+    return run_arg(n, in, out, ctx, true);
+}
+
+static int run_argmin(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                      const reel_exec_ctx *ctx)
+{
+    return run_arg(n, in, out, ctx, false);
+}
+
+static const reel_op op_argmax = { "ArgMax", infer_arg, scratch_arg, run_argmax };
+static const reel_op op_argmin = { "ArgMin", infer_arg, scratch_arg, run_argmin };
+
+// ---- Hardmax ------------------------------------------------------------------
+
+// Before opset 13 the input is coerced to 2-D at axis (default 1) and each
+// row of the flattened trailing dims gets one 1; from 13 on, each slice
+// along axis (default -1).
+static bool hardmax_view(int opset, const reel_ir_node *n, int rank, const int64_t *shape, int64_t *outer,
+                         int64_t *dim, int64_t *inner)
+{
+    bool coerce = opset < 13;
+    int64_t axis = reel_ir_attr_int(n, "axis", coerce ? 1 : -1);
+    // Rank 0 is treated as one element along a single axis.
+    int r = rank > 0 ? rank : 1;
+    if (axis < -r || axis >= r)
+        return false;
+    if (axis < 0)
+        axis += r;
+    if (rank == 0) {
+        *outer = *dim = *inner = 1;
+        return true;
+    }
+    split_at(rank, shape, (int)axis, outer, dim, inner);
+    if (coerce) {
+        *dim *= *inner;
+        *inner = 1;
+    }
+    return true;
+}
+
+static const reel_dtype hardmax_types[] = { REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT64 };
+
+static int infer_hardmax(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_dtype(g, n, hardmax_types, G_N_ELEMENTS(hardmax_types), error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0);
+    nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, x->dims);
+    int64_t o, d, i, axis = reel_ir_attr_int(n, "axis", g->opset < 13 ? 1 : -1);
+    if (x->rank >= 0 && !hardmax_view(g->opset, n, x->rank, x->dims, &o, &d, &i))
+        NN_FAIL(error, REEL_EINVAL, n, "axis %" G_GINT64_FORMAT " is out of range for rank %d", axis, x->rank);
+    return 0;
+}
+
+// The index of each slice's maximum, then the running best.
+static size_t scratch_hardmax(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    (void)out;
+    int64_t outer, dim, inner;
+    // The opset is not known here: size for the larger of the two views.
+    int64_t need = 0;
+    for (int opset = 12; opset <= 13; opset++)
+        if (hardmax_view(opset, n, in[0]->rank, in[0]->shape, &outer, &dim, &inner))
+            need = MAX(need, outer * inner + inner);
+    return (size_t)need * sizeof(int64_t);
+}
+
+static int run_hardmax(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                       const reel_exec_ctx *ctx)
+{
+    const reel_tensor *x = in[0];
+    int64_t outer, dim, inner;
+    if (!hardmax_view(ctx->opset, n, x->rank, x->shape, &outer, &dim, &inner))
+        return REEL_EINVAL;
+    int64_t total = reel_tensor_count(x->rank, x->shape);
+    memset(out[0]->data, 0, out[0]->nbytes);
+    if (total == 0)
+        return 0;
+    if (ctx->scratch_size < (size_t)(outer * inner + inner) * sizeof(int64_t))
+        return REEL_EINVAL;
+    int64_t *idx = ctx->scratch;
+    // The first of the largest values (NaN counting as largest, as numpy's argmax).
+    int rc = arg_any(x, outer, dim, inner, true, false, idx + outer * inner, idx);
+    if (rc)
+        return rc;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t e = (o * dim + idx[o * inner + j]) * inner + j;
+            if (x->dtype == REEL_DTYPE_FLOAT32)
+                ((float *)out[0]->data)[e] = 1.0f;
+            else
+                ((double *)out[0]->data)[e] = 1.0;
+        }
+    return 0;
+}
+
+static const reel_op op_hardmax = { "Hardmax", infer_hardmax, scratch_hardmax, run_hardmax };
+
+// ---- CumSum -------------------------------------------------------------------
+
+static const reel_dtype cumsum_types[] = { REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT64, REEL_DTYPE_INT32,
+                                           REEL_DTYPE_INT64 };
+
+// The axis from a scalar (or one-element) int32/int64 tensor.
+static bool cumsum_axis(const reel_tensor *t, int rank, int64_t *axis)
+{
+    int64_t v[2];
+    if (!t || reel_tensor_ints(t, v, 1) != 1)
+        return false;
+    *axis = v[0];
+    return norm_axis(axis, rank);
+}
+
+static int infer_cumsum(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_dtype(g, n, cumsum_types, G_N_ELEMENTS(cumsum_types), error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0), *a = reel_op_input(g, n, 1);
+    if (!a || (a->dtype != REEL_DTYPE_INT32 && a->dtype != REEL_DTYPE_INT64))
+        NN_FAIL(error, REEL_EINVAL, n, "axis must be an int32 or int64 input");
+    int64_t axis;
+    if (a->constant && x->rank >= 0 && !cumsum_axis(a->constant, x->rank, &axis))
+        NN_FAIL(error, REEL_EINVAL, n, "axis must be one value in [-%d, %d)", x->rank, x->rank);
+    nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, x->dims);
+    return 0;
+}
+
+// Running sums down each column: row k of the output is the sum of rows
+// before it (exclusive) or up to it, walked backwards when reverse.
+#define CUMSUM_KERNEL(T, sfx)                                                                            \
+    static void cumsum_##sfx(const T *restrict x, T *restrict y, int64_t outer, int64_t dim, int64_t inner, \
+                             bool exclusive, bool reverse)                                                \
+    {                                                                                                    \
+        for (int64_t o = 0; o < outer; o++) {                                                            \
+            const T *p = x + o * dim * inner;                                                            \
+            T *q = y + o * dim * inner;                                                                  \
+            for (int64_t s = 0; s < dim; s++) {                                                          \
+                int64_t k = reverse ? dim - 1 - s : s, prev = reverse ? k + 1 : k - 1;                   \
+                const T *r = p + k * inner, *rp = p + prev * inner;                                      \
+                T *w = q + k * inner, *wp = q + prev * inner;                                            \
+                if (s == 0)                                                                              \
+                    for (int64_t j = 0; j < inner; j++)                                                  \
+                        w[j] = exclusive ? 0 : r[j];                                                     \
+                else                                                                                     \
+                    for (int64_t j = 0; j < inner; j++)                                                  \
+                        w[j] = wp[j] + (exclusive ? rp[j] : r[j]);                                       \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
+CUMSUM_KERNEL(float, f32)
+CUMSUM_KERNEL(double, f64)
+CUMSUM_KERNEL(int32_t, i32)
+CUMSUM_KERNEL(int64_t, i64)
+
+static int run_cumsum(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                      const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0];
+    int64_t axis, outer, dim, inner;
+    if (!cumsum_axis(in[1], x->rank, &axis))
+        return REEL_EINVAL;
+    split_at(x->rank, x->shape, (int)axis, &outer, &dim, &inner);
+    bool ex = reel_ir_attr_int(n, "exclusive", 0) != 0, rev = reel_ir_attr_int(n, "reverse", 0) != 0;
+    void *y = out[0]->data;
+    switch (x->dtype) {
+    case REEL_DTYPE_FLOAT32: cumsum_f32(x->data, y, outer, dim, inner, ex, rev); break;
+    case REEL_DTYPE_FLOAT64: cumsum_f64(x->data, y, outer, dim, inner, ex, rev); break;
+    case REEL_DTYPE_INT32: cumsum_i32(x->data, y, outer, dim, inner, ex, rev); break;
+    case REEL_DTYPE_INT64: cumsum_i64(x->data, y, outer, dim, inner, ex, rev); break;
+    default: return REEL_EUNSUPPORTED;
+    }
+    return 0;
+}
+
+static const reel_op op_cumsum = { "CumSum", infer_cumsum, NULL, run_cumsum };
+
+// ---- TopK ---------------------------------------------------------------------
+
+static const reel_dtype topk_types[] = { REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT64, REEL_DTYPE_INT32,
+                                         REEL_DTYPE_INT64 };
+
+// k: the attribute before opset 10, then input 1 (one int64). -1 when not
+// known (a computed input), -2 when malformed.
+static int64_t topk_k(int opset, const reel_ir_node *n, const reel_tensor *kt)
+{
+    if (opset < 10)
+        return reel_ir_attr_int(n, "k", -2);
+    int64_t v[2];
+    if (!kt)
+        return -1;
+    if (kt->dtype != REEL_DTYPE_INT64 || reel_tensor_ints(kt, v, 1) != 1)
+        return -2;
+    return v[0] < 0 ? -2 : v[0];
+}
+
+static int infer_topk(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_dtype(g, n, topk_types, G_N_ELEMENTS(topk_types), error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0), *kv = reel_op_input(g, n, 1);
+    if (g->opset >= 10 && (!kv || kv->dtype != REEL_DTYPE_INT64))
+        NN_FAIL(error, REEL_EINVAL, n, "K must be an int64 input");
+    int64_t k = topk_k(g->opset, n, kv ? kv->constant : NULL);
+    if (k == -2)
+        NN_FAIL(error, REEL_EINVAL, n, "K must be one non-negative value");
+    int64_t axis = reel_ir_attr_int(n, "axis", -1), a = axis;
+    int64_t dims[R];
+    if (x->rank >= 0) {
+        if (x->rank == 0 || !norm_axis(&a, x->rank))
+            NN_FAIL(error, REEL_EINVAL, n, "axis %" G_GINT64_FORMAT " is out of range for rank %d", axis, x->rank);
+        if (k >= 0 && x->dims[a] >= 0 && k > x->dims[a])
+            NN_FAIL(error, REEL_EINVAL, n, "K %" G_GINT64_FORMAT " is larger than the axis (%" G_GINT64_FORMAT ")", k,
+                    x->dims[a]);
+        memcpy(dims, x->dims, sizeof dims);
+        dims[a] = k;
+    }
+    nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, x->rank >= 0 ? dims : NULL);
+    nn_set(reel_op_output(g, n, 1), REEL_DTYPE_INT64, x->rank, x->rank >= 0 ? dims : NULL);
+    return 0;
+}
+
+// One slice's elements with their positions, sorted so the first k are the
+// answer: by value (descending for largest), ties by the lower position.
+// NaN sorts above every number, so the order is total.
+#define TOPK_KERNEL(T, sfx, ISNAN)                                                                            \
+    typedef struct { T v; int64_t i; } pair_##sfx;                                                       \
+    static int cmp_asc_##sfx(const void *pa, const void *pb)                                             \
+    {                                                                                                    \
+        const pair_##sfx *a = pa, *b = pb;                                                               \
+        bool na = ISNAN(a->v), nb = ISNAN(b->v);                                                         \
+        if (na != nb)                                                                                    \
+            return na ? 1 : -1;                                                                          \
+        if (!na && a->v != b->v)                                                                         \
+            return a->v < b->v ? -1 : 1;                                                                 \
+        return a->i < b->i ? -1 : a->i > b->i;                                                           \
+    }                                                                                                    \
+    static int cmp_desc_##sfx(const void *pa, const void *pb)                                            \
+    {                                                                                                    \
+        const pair_##sfx *a = pa, *b = pb;                                                               \
+        bool na = ISNAN(a->v), nb = ISNAN(b->v);                                                         \
+        if (na != nb)                                                                                    \
+            return na ? -1 : 1;                                                                          \
+        if (!na && a->v != b->v)                                                                         \
+            return a->v > b->v ? -1 : 1;                                                                 \
+        return a->i < b->i ? -1 : a->i > b->i;                                                           \
+    }                                                                                                    \
+    static void topk_##sfx(const T *x, T *vals, int64_t *idx, int64_t outer, int64_t dim, int64_t inner,  \
+                           int64_t k, bool largest, pair_##sfx *buf)                                     \
+    {                                                                                                    \
+        for (int64_t o = 0; o < outer; o++)                                                              \
+            for (int64_t j = 0; j < inner; j++) {                                                        \
+                const T *p = x + o * dim * inner + j;                                                    \
+                for (int64_t e = 0; e < dim; e++)                                                        \
+                    buf[e] = (pair_##sfx){ p[e * inner], e };                                            \
+                qsort(buf, (size_t)dim, sizeof *buf, largest ? cmp_desc_##sfx : cmp_asc_##sfx);          \
+                int64_t base = o * k * inner + j;                                                        \
+                for (int64_t e = 0; e < k; e++) {                                                        \
+                    vals[base + e * inner] = buf[e].v;                                                   \
+                    idx[base + e * inner] = buf[e].i;                                                    \
+                }                                                                                        \
+            }                                                                                            \
+    }
+
+TOPK_KERNEL(float, f32, isnan)
+TOPK_KERNEL(double, f64, isnan)
+TOPK_KERNEL(int32_t, i32, NO_NAN)
+TOPK_KERNEL(int64_t, i64, NO_NAN)
+
+// One slice of (value, position) pairs, 16 bytes each at most.
+static size_t scratch_topk(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    (void)out;
+    int64_t axis = reel_ir_attr_int(n, "axis", -1);
+    if (!norm_axis(&axis, in[0]->rank))
+        return 0;
+    return (size_t)in[0]->shape[axis] * 16;
+}
+
+static int run_topk(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
+{
+    const reel_tensor *x = in[0];
+    int64_t axis = reel_ir_attr_int(n, "axis", -1), outer, dim, inner;
+    if (!norm_axis(&axis, x->rank))
+        return REEL_EINVAL;
+    split_at(x->rank, x->shape, (int)axis, &outer, &dim, &inner);
+    int64_t k = topk_k(ctx->opset, n, n->n_inputs > 1 ? in[1] : NULL);
+    if (k < 0 || k > dim || out[0]->shape[axis] != k || ctx->scratch_size < (size_t)dim * 16)
+        return REEL_EINVAL;
+    // sorted = 0 leaves the order open: sorted is one valid answer.
+    bool largest = reel_ir_attr_int(n, "largest", 1) != 0;
+    void *v = out[0]->data, *buf = ctx->scratch;
+    int64_t *idx = n->n_outputs > 1 && out[1] ? out[1]->data : NULL;
+    int64_t *tmp = NULL;
+    if (!idx) // Indices not wanted: written to a temporary.
+        idx = tmp = g_new(int64_t, MAX(1, outer * k * inner));
+    switch (x->dtype) {
+    case REEL_DTYPE_FLOAT32: topk_f32(x->data, v, idx, outer, dim, inner, k, largest, buf); break;
+    case REEL_DTYPE_FLOAT64: topk_f64(x->data, v, idx, outer, dim, inner, k, largest, buf); break;
+    case REEL_DTYPE_INT32: topk_i32(x->data, v, idx, outer, dim, inner, k, largest, buf); break;
+    case REEL_DTYPE_INT64: topk_i64(x->data, v, idx, outer, dim, inner, k, largest, buf); break;
+    default: g_free(tmp); return REEL_EUNSUPPORTED;
+    }
+    g_free(tmp);
+    return 0;
+}
+
+static const reel_op op_topk = { "TopK", infer_topk, scratch_topk, run_topk };
 
 const reel_op *const reel_ops_select[] = {
-    NULL,
+    &op_argmax, &op_argmin, &op_hardmax, &op_cumsum, &op_topk, NULL,
 };
