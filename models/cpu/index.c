@@ -1,6 +1,501 @@
 // GatherElements, GatherND, Scatter*, Compress, NonZero, OneHot, Unique.
-#include "models/op.h"
+// Indices are int32 or int64; a negative one counts from the end of its dim
+// and one outside [-dim, dim) fails the run with REEL_EINVAL (checked before
+// any element moves). Elements are moved by size, so any dtype works where
+// nothing is computed; the scatter reductions take float32, float64, int32
+// and int64.
+#include <math.h>
+#include <string.h>
+
+#include "models/cpu/nn.h"
+
+#define R REEL_TENSOR_MAX_RANK
+#define NO_NAN(v) false // the NaN test of integer kernels
+
+static int64_t count_of(const reel_tensor *t)
+{
+    return reel_tensor_count(t->rank, t->shape);
+}
+
+static const char *dtype_name(reel_dtype t)
+{
+    const char *s = reel_dtype_name(t);
+    return s ? s : "unknown";
+}
+
+static bool is_index_type(reel_dtype t)
+{
+    return t == REEL_DTYPE_INT32 || t == REEL_DTYPE_INT64;
+}
+
+// Element i of an int32 or int64 tensor.
+static int64_t index_at(const reel_tensor *t, int64_t i)
+{
+    return t->dtype == REEL_DTYPE_INT64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+}
+
+// v in [-dim, dim) made non-negative; false when out of range.
+static bool wrap_index(int64_t *v, int64_t dim)
+{
+    if (*v < -dim || *v >= dim)
+        return false;
+    if (*v < 0)
+        *v += dim;
+    return true;
+}
+
+static bool norm_axis(int64_t *axis, int rank)
+{
+    return wrap_index(axis, rank);
+}
+
+// Row-major strides (in elements) of a shape.
+static void strides_of(int rank, const int64_t *shape, int64_t *st)
+{
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= shape[d];
+    }
+}
+
+// A row-major walk over `shape` that keeps off = sum of idx[d] * st[d] for
+// other strides st (those of a larger tensor the shape indexes into).
+typedef struct walker {
+    int rank;
+    const int64_t *shape, *st;
+    int64_t idx[R], off;
+} walker;
+
+static void walk_init(walker *w, int rank, const int64_t *shape, const int64_t *st)
+{
+    memset(w, 0, sizeof *w);
+    w->rank = rank;
+    w->shape = shape;
+    w->st = st;
+}
+
+static void walk_next(walker *w)
+{
+    for (int d = w->rank - 1; d >= 0; d--) {
+        w->off += w->st[d];
+        if (++w->idx[d] < w->shape[d])
+            return;
+        w->off -= w->st[d] * w->shape[d];
+        w->idx[d] = 0;
+    }
+}
+
+// ---- reductions of the scatters ---------------------------------------------------
+
+enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+
+// The reduction attribute (opset 16: add, mul; 18: max, min); -1 when unknown.
+static int reduction_of(const reel_ir_node *n)
+{
+    static const char *const names[] = { "none", "add", "mul", "max", "min" };
+    const char *s = reel_ir_attr_string(n, "reduction", "none");
+    for (int i = 0; i < (int)G_N_ELEMENTS(names); i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static bool reduces_type(reel_dtype t)
+{
+    return t == REEL_DTYPE_FLOAT32 || t == REEL_DTYPE_FLOAT64 || t == REEL_DTYPE_INT32 || t == REEL_DTYPE_INT64;
+}
+
+// d[0..n) combined with s[0..n); max and min let NaN through, as numpy's
+// maximum and minimum do.
+#define REDUCE_RUN(T, sfx, ISNAN)                                                           \
+    static void reduce_##sfx(T *restrict d, const T *restrict s, int64_t n, int red)        \
+    {                                                                                       \
+        switch (red) {                                                                      \
+        case RED_ADD:                                                                       \
+            for (int64_t i = 0; i < n; i++)                                                 \
+                d[i] += s[i];                                                               \
+            break;                                                                          \
+        case RED_MUL:                                                                       \
+            for (int64_t i = 0; i < n; i++)                                                 \
+                d[i] *= s[i];                                                               \
+            break;                                                                          \
+        case RED_MAX:                                                                       \
+            for (int64_t i = 0; i < n; i++)                                                 \
+                d[i] = s[i] > d[i] || ISNAN(s[i]) ? s[i] : d[i];                            \
+            break;                                                                          \
+        case RED_MIN:                                                                       \
+            for (int64_t i = 0; i < n; i++)                                                 \
+                d[i] = s[i] < d[i] || ISNAN(s[i]) ? s[i] : d[i];                            \
+            break;                                                                          \
+        default:                                                                            \
+            for (int64_t i = 0; i < n; i++)                                                 \
+                d[i] = s[i];                                                                \
+        }                                                                                   \
+    }
+
+REDUCE_RUN(float, f32, isnan)
+REDUCE_RUN(double, f64, isnan)
+REDUCE_RUN(int32_t, i32, NO_NAN)
+REDUCE_RUN(int64_t, i64, NO_NAN)
+
+// n elements of dtype dt from src into dst with reduction red (none: a copy
+// of any dtype of esize bytes).
+static void scatter_run(reel_dtype dt, size_t es, void *dst, const void *src, int64_t n, int red)
+{
+    if (red == RED_NONE) {
+        memcpy(dst, src, (size_t)n * es);
+        return;
+    }
+    switch (dt) {
+    case REEL_DTYPE_FLOAT32: reduce_f32(dst, src, n, red); break;
+    case REEL_DTYPE_FLOAT64: reduce_f64(dst, src, n, red); break;
+    case REEL_DTYPE_INT32: reduce_i32(dst, src, n, red); break;
+    case REEL_DTYPE_INT64: reduce_i64(dst, src, n, red); break;
+    default: break; // infer admits no other
+    }
+}
+
+// Checks the reduction attribute against the data's dtype.
+static int check_reduction(const reel_ir_node *n, reel_dtype dt, GError **error)
+{
+    int red = reduction_of(n);
+    if (red < 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'reduction' = '%s' is not supported",
+                reel_ir_attr_string(n, "reduction", ""));
+    if (red != RED_NONE && !reduces_type(dt))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "reduction '%s' on %s data is not supported",
+                reel_ir_attr_string(n, "reduction", ""), dtype_name(dt));
+    return 0;
+}
+
+// Fails unless data (input 0) has a dtype and input i is int32/int64 indices.
+static int need_data_and_indices(reel_ir_graph *g, reel_ir_node *n, int i, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *idx = reel_op_input(g, n, i);
+    if (!x || !idx || !reel_op_output(g, n, 0))
+        NN_FAIL(error, REEL_EINVAL, n, "needs data, indices and an output");
+    if (reel_dtype_size(x->dtype) == 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "data type %s is not supported", dtype_name(x->dtype));
+    if (!is_index_type(idx->dtype))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "indices type %s is not supported (int32 or int64)",
+                dtype_name(idx->dtype));
+    return 0;
+}
+
+// ---- GatherElements, ScatterElements, Scatter ---------------------------------------
+
+// Indices (and updates) have data's rank; along every axis but `axis` they
+// may be shorter than data, never longer.
+static int check_elements_shape(const reel_ir_node *n, const reel_ir_value *x, const reel_ir_value *idx, int64_t axis,
+                                GError **error)
+{
+    if (idx->rank != x->rank)
+        NN_FAIL(error, REEL_EINVAL, n, "indices rank %d differs from data rank %d", idx->rank, x->rank);
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && x->dims[d] >= 0 && idx->dims[d] > x->dims[d])
+            NN_FAIL(error, REEL_EINVAL, n, "indices dim %d (%" G_GINT64_FORMAT ") exceeds data's (%" G_GINT64_FORMAT ")",
+                    d, idx->dims[d], x->dims[d]);
+    return 0;
+}
+
+static int elements_axis(const reel_ir_node *n, const reel_ir_value *x, int64_t *axis, GError **error)
+{
+    int64_t a = reel_ir_attr_int(n, "axis", 0);
+    *axis = a;
+    if (x->rank == 0 || !norm_axis(axis, x->rank))
+        NN_FAIL(error, REEL_EINVAL, n, "axis %" G_GINT64_FORMAT " is out of range for rank %d", a, x->rank);
+    return 0;
+}
+
+static int infer_gather_elements(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_data_and_indices(g, n, 1, error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0), *idx = reel_op_input(g, n, 1);
+    nn_set(reel_op_output(g, n, 0), x->dtype, idx->rank, idx->dims);
+    if (x->rank < 0 || idx->rank < 0)
+        return 0;
+    int64_t axis;
+    if ((err = elements_axis(n, x, &axis, error)))
+        return err;
+    return check_elements_shape(n, x, idx, axis, error);
+}
+
+// Whether every index of idx is within [-dim, dim).
+static bool indices_in_range(const reel_tensor *idx, int64_t dim)
+{
+    int64_t c = count_of(idx);
+    for (int64_t i = 0; i < c; i++) {
+        int64_t v = index_at(idx, i);
+        if (!wrap_index(&v, dim))
+            return false;
+    }
+    return true;
+}
+
+// Whether idx's shape fits data's as check_elements_shape requires.
+static bool elements_shape_ok(const reel_tensor *x, const reel_tensor *idx, int64_t axis)
+{
+    if (idx->rank != x->rank)
+        return false;
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && idx->shape[d] > x->shape[d])
+            return false;
+    return true;
+}
+
+static int run_gather_elements(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                               const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0], *idx = in[1];
+    int64_t axis = reel_ir_attr_int(n, "axis", 0);
+    if (!norm_axis(&axis, x->rank) || !elements_shape_ok(x, idx, axis) || !indices_in_range(idx, x->shape[axis]))
+        return REEL_EINVAL;
+    size_t es = reel_dtype_size(x->dtype);
+    int64_t st[R], c = count_of(idx);
+    strides_of(x->rank, x->shape, st);
+    const char *src = x->data;
+    char *dst = out[0]->data;
+    walker w;
+    walk_init(&w, idx->rank, idx->shape, st);
+    for (int64_t i = 0; i < c; i++, walk_next(&w)) {
+        int64_t v = index_at(idx, i);
+        wrap_index(&v, x->shape[axis]);
+        // w.off counts the axis coordinate of the indices element: replace it.
+        int64_t off = w.off + (v - w.idx[axis]) * st[axis];
+        memcpy(dst + (size_t)i * es, src + (size_t)off * es, es);
+    }
+    return 0;
+}
+
+static const reel_op op_gather_elements = { "GatherElements", infer_gather_elements, NULL, run_gather_elements };
+
+static int infer_scatter_elements(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_data_and_indices(g, n, 1, error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0), *idx = reel_op_input(g, n, 1), *upd = reel_op_input(g, n, 2);
+    if (!upd)
+        NN_FAIL(error, REEL_EINVAL, n, "needs updates");
+    if (upd->dtype != x->dtype)
+        NN_FAIL(error, REEL_EINVAL, n, "updates type %s differs from data's %s", dtype_name(upd->dtype),
+                dtype_name(x->dtype));
+    if ((err = check_reduction(n, x->dtype, error)))
+        return err;
+    nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, x->dims);
+    if (x->rank < 0 || idx->rank < 0 || upd->rank < 0)
+        return 0;
+    if (upd->rank != idx->rank)
+        NN_FAIL(error, REEL_EINVAL, n, "updates and indices differ in shape");
+    for (int d = 0; d < idx->rank; d++)
+        if (upd->dims[d] >= 0 && idx->dims[d] >= 0 && upd->dims[d] != idx->dims[d])
+            NN_FAIL(error, REEL_EINVAL, n, "updates and indices differ in shape");
+    int64_t axis;
+    if ((err = elements_axis(n, x, &axis, error)))
+        return err;
+    return check_elements_shape(n, x, idx, axis, error);
+}
+
+// Updates in their order, so with duplicate indices the last one wins (none)
+// or all are combined.
+static int run_scatter_elements(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                                const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0], *idx = in[1], *upd = in[2];
+    int64_t axis = reel_ir_attr_int(n, "axis", 0);
+    int red = reduction_of(n);
+    if (red < 0 || !norm_axis(&axis, x->rank) || !elements_shape_ok(x, idx, axis) || upd->rank != idx->rank ||
+        count_of(upd) != count_of(idx) || !indices_in_range(idx, x->shape[axis]))
+        return REEL_EINVAL;
+    size_t es = reel_dtype_size(x->dtype);
+    memmove(out[0]->data, x->data, x->nbytes);
+    int64_t st[R], c = count_of(idx);
+    strides_of(x->rank, x->shape, st);
+    const char *src = upd->data;
+    char *dst = out[0]->data;
+    walker w;
+    walk_init(&w, idx->rank, idx->shape, st);
+    for (int64_t i = 0; i < c; i++, walk_next(&w)) {
+        int64_t v = index_at(idx, i);
+        wrap_index(&v, x->shape[axis]);
+        int64_t off = w.off + (v - w.idx[axis]) * st[axis];
+        scatter_run(x->dtype, es, dst + (size_t)off * es, src + (size_t)i * es, 1, red);
+    }
+    return 0;
+}
+
+static const reel_op op_scatter_elements = { "ScatterElements", infer_scatter_elements, NULL, run_scatter_elements };
+// Scatter: opset 9's name for ScatterElements (no reduction attribute).
+static const reel_op op_scatter = { "Scatter", infer_scatter_elements, NULL, run_scatter_elements };
+
+// ---- GatherND, ScatterND ----------------------------------------------------------
+
+// GatherND: indices (..., m) address slices of data's dims [b, b + m) within
+// each of the first b (batch_dims) dims, which data and indices share.
+static int infer_gather_nd(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_data_and_indices(g, n, 1, error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0), *idx = reel_op_input(g, n, 1), *o = reel_op_output(g, n, 0);
+    if (x->rank < 0 || idx->rank < 0) {
+        nn_set(o, x->dtype, -1, NULL);
+        return 0;
+    }
+    int64_t b = reel_ir_attr_int(n, "batch_dims", 0);
+    if (b < 0 || b >= x->rank || b >= idx->rank)
+        NN_FAIL(error, REEL_EINVAL, n, "batch_dims %" G_GINT64_FORMAT " is out of range", b);
+    int64_t m = idx->dims[idx->rank - 1];
+    if (m < 0) {
+        nn_set(o, x->dtype, -1, NULL);
+        return 0;
+    }
+    if (m < 1 || m > x->rank - b)
+        NN_FAIL(error, REEL_EINVAL, n, "indices' last dim %" G_GINT64_FORMAT " is out of range", m);
+    for (int d = 0; d < b; d++)
+        if (x->dims[d] >= 0 && idx->dims[d] >= 0 && x->dims[d] != idx->dims[d])
+            NN_FAIL(error, REEL_EINVAL, n, "batch dim %d differs between data and indices", d);
+    int rank = idx->rank - 1 + x->rank - (int)(b + m);
+    if (rank > R)
+        NN_FAIL(error, REEL_EINVAL, n, "output rank %d exceeds %d", rank, R);
+    int64_t dims[R];
+    int k = 0;
+    for (int d = 0; d < idx->rank - 1; d++)
+        dims[k++] = idx->dims[d];
+    for (int d = (int)(b + m); d < x->rank; d++)
+        dims[k++] = x->dims[d];
+    nn_set(o, x->dtype, rank, dims);
+    return 0;
+}
+
+// The element offset (within one batch of data, dims from b on) of index
+// tuple t[0..m), or -1 when an index is out of range.
+static int64_t tuple_offset(const reel_tensor *idx, int64_t t, int64_t m, const int64_t *dims, const int64_t *st)
+{
+    int64_t off = 0;
+    for (int64_t k = 0; k < m; k++) {
+        int64_t v = index_at(idx, t * m + k);
+        if (!wrap_index(&v, dims[k]))
+            return -1;
+        off += v * st[k];
+    }
+    return off;
+}
+
+// The sizes GatherND and ScatterND walk: batches, tuples per batch, elements
+// per addressed slice, elements per batch of data.
+typedef struct nd_view {
+    int64_t batches, tuples, slice, block, m, b;
+    int64_t st[R];
+} nd_view;
+
+static bool nd_view_of(const reel_tensor *x, const reel_tensor *idx, int64_t b, nd_view *v)
+{
+    if (idx->rank < 1 || b < 0 || b >= x->rank || b >= idx->rank)
+        return false;
+    v->b = b;
+    v->m = idx->shape[idx->rank - 1];
+    if (v->m < 1 || v->m > x->rank - b)
+        return false;
+    for (int d = 0; d < b; d++)
+        if (x->shape[d] != idx->shape[d])
+            return false;
+    v->batches = reel_tensor_count((int)b, x->shape);
+    v->tuples = reel_tensor_count(idx->rank - 1 - (int)b, idx->shape + b);
+    v->slice = reel_tensor_count(x->rank - (int)(b + v->m), x->shape + b + v->m);
+    v->block = reel_tensor_count(x->rank - (int)b, x->shape + b);
+    strides_of(x->rank - (int)b, x->shape + b, v->st);
+    return true;
+}
+
+static int run_gather_nd(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                         const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0], *idx = in[1];
+    nd_view v;
+    if (!nd_view_of(x, idx, reel_ir_attr_int(n, "batch_dims", 0), &v))
+        return REEL_EINVAL;
+    size_t es = reel_dtype_size(x->dtype), run = (size_t)v.slice * es;
+    const char *src = x->data;
+    char *dst = out[0]->data;
+    for (int64_t bi = 0; bi < v.batches; bi++)
+        for (int64_t t = 0; t < v.tuples; t++) {
+            int64_t off = tuple_offset(idx, bi * v.tuples + t, v.m, x->shape + v.b, v.st);
+            if (off < 0)
+                return REEL_EINVAL;
+            memcpy(dst, src + (size_t)(bi * v.block + off) * es, run);
+            dst += run;
+        }
+    return 0;
+}
+
+static const reel_op op_gather_nd = { "GatherND", infer_gather_nd, NULL, run_gather_nd };
+
+// ScatterND: updates have the shape indices.shape[:-1] + data.shape[m:].
+static int infer_scatter_nd(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    int err = need_data_and_indices(g, n, 1, error);
+    if (err)
+        return err;
+    reel_ir_value *x = reel_op_input(g, n, 0), *idx = reel_op_input(g, n, 1), *upd = reel_op_input(g, n, 2);
+    if (!upd)
+        NN_FAIL(error, REEL_EINVAL, n, "needs updates");
+    if (upd->dtype != x->dtype)
+        NN_FAIL(error, REEL_EINVAL, n, "updates type %s differs from data's %s", dtype_name(upd->dtype),
+                dtype_name(x->dtype));
+    if ((err = check_reduction(n, x->dtype, error)))
+        return err;
+    nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, x->dims);
+    if (x->rank < 0 || idx->rank < 0 || upd->rank < 0 || idx->rank == 0 || idx->dims[idx->rank - 1] < 0)
+        return 0;
+    int64_t m = idx->dims[idx->rank - 1];
+    if (m < 1 || m > x->rank)
+        NN_FAIL(error, REEL_EINVAL, n, "indices' last dim %" G_GINT64_FORMAT " is out of range", m);
+    int want = idx->rank - 1 + x->rank - (int)m;
+    bool ok = upd->rank == want;
+    for (int d = 0; ok && d < want; d++) {
+        int64_t e = d < idx->rank - 1 ? idx->dims[d] : x->dims[m + d - (idx->rank - 1)];
+        ok = e < 0 || upd->dims[d] < 0 || e == upd->dims[d];
+    }
+    if (!ok)
+        NN_FAIL(error, REEL_EINVAL, n, "updates' shape does not match indices and data");
+    return 0;
+}
+
+// Updates in order: with duplicate indices the last one wins (none), or all
+// are combined.
+static int run_scatter_nd(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                          const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0], *idx = in[1], *upd = in[2];
+    nd_view v;
+    int red = reduction_of(n);
+    if (red < 0 || !nd_view_of(x, idx, 0, &v) || count_of(upd) != v.tuples * v.slice)
+        return REEL_EINVAL;
+    // Every tuple checked before the first write.
+    for (int64_t t = 0; t < v.tuples; t++)
+        if (tuple_offset(idx, t, v.m, x->shape, v.st) < 0)
+            return REEL_EINVAL;
+    size_t es = reel_dtype_size(x->dtype);
+    memmove(out[0]->data, x->data, x->nbytes);
+    const char *src = upd->data;
+    char *dst = out[0]->data;
+    for (int64_t t = 0; t < v.tuples; t++) {
+        int64_t off = tuple_offset(idx, t, v.m, x->shape, v.st);
+        scatter_run(x->dtype, es, dst + (size_t)off * es, src + (size_t)(t * v.slice) * es, v.slice, red);
+    }
+    return 0;
+}
+
+static const reel_op op_scatter_nd = { "ScatterND", infer_scatter_nd, NULL, run_scatter_nd };
 
 const reel_op *const reel_ops_index[] = {
-    NULL,
+    &op_gather_elements, &op_scatter_elements, &op_scatter, &op_gather_nd, &op_scatter_nd, NULL,
 };
