@@ -496,6 +496,257 @@ static int run_scatter_nd(const reel_ir_node *n, reel_tensor *const *in, reel_te
 
 static const reel_op op_scatter_nd = { "ScatterND", infer_scatter_nd, NULL, run_scatter_nd };
 
+// ---- OneHot -----------------------------------------------------------------------
+
+// Element i of a numeric tensor as a double (indices and depth of OneHot
+// may be of any numeric type).
+static bool number_at(const reel_tensor *t, int64_t i, double *v)
+{
+    switch (t->dtype) {
+    case REEL_DTYPE_FLOAT32: *v = ((const float *)t->data)[i]; break;
+    case REEL_DTYPE_FLOAT64: *v = ((const double *)t->data)[i]; break;
+    case REEL_DTYPE_INT64: *v = (double)((const int64_t *)t->data)[i]; break;
+    case REEL_DTYPE_INT32: *v = ((const int32_t *)t->data)[i]; break;
+    case REEL_DTYPE_INT16: *v = ((const int16_t *)t->data)[i]; break;
+    case REEL_DTYPE_UINT16: *v = ((const uint16_t *)t->data)[i]; break;
+    case REEL_DTYPE_INT8: *v = ((const int8_t *)t->data)[i]; break;
+    case REEL_DTYPE_UINT8: *v = ((const uint8_t *)t->data)[i]; break;
+    default: return false;
+    }
+    return true;
+}
+
+static bool is_number_type(reel_dtype t)
+{
+    return t != REEL_DTYPE_NONE && t != REEL_DTYPE_BOOL && t != REEL_DTYPE_FLOAT16 && t < REEL_DTYPE_COUNT;
+}
+
+// depth: one positive number, truncated to an integer as ONNX casts it.
+static int64_t onehot_depth(const reel_tensor *t)
+{
+    double v;
+    if (!t || count_of(t) != 1 || t->rank > 1 || !number_at(t, 0, &v) || !(v >= 1.0) || v > 1e15)
+        return -1;
+    return (int64_t)v;
+}
+
+static int infer_onehot(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *idx = reel_op_input(g, n, 0), *dep = reel_op_input(g, n, 1), *val = reel_op_input(g, n, 2);
+    reel_ir_value *o = reel_op_output(g, n, 0);
+    if (!idx || !dep || !val || !o)
+        NN_FAIL(error, REEL_EINVAL, n, "needs indices, depth, values and an output");
+    if (!is_number_type(idx->dtype) || !is_number_type(dep->dtype))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "indices type %s or depth type %s is not supported",
+                dtype_name(idx->dtype), dtype_name(dep->dtype));
+    if (reel_dtype_size(val->dtype) == 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "values type %s is not supported", dtype_name(val->dtype));
+    if (val->rank == 0 || val->rank > 1 || (val->rank == 1 && val->dims[0] >= 0 && val->dims[0] != 2))
+        NN_FAIL(error, REEL_EINVAL, n, "values must be a 1-D tensor of two elements (off, on)");
+    if (idx->rank < 0 || idx->rank + 1 > R) {
+        nn_set(o, val->dtype, -1, NULL);
+        return 0;
+    }
+    int r = idx->rank + 1;
+    int64_t axis = reel_ir_attr_int(n, "axis", -1), a = axis;
+    if (!norm_axis(&a, r))
+        NN_FAIL(error, REEL_EINVAL, n, "axis %" G_GINT64_FORMAT " is out of range for rank %d", axis, r);
+    int64_t depth = REEL_DIM_UNKNOWN;
+    if (dep->constant && (depth = onehot_depth(dep->constant)) < 0)
+        NN_FAIL(error, REEL_EINVAL, n, "depth must be one number of at least 1");
+    int64_t dims[R];
+    for (int d = 0, k = 0; d < r; d++)
+        dims[d] = d == a ? depth : idx->dims[k++];
+    nn_set(o, val->dtype, r, dims);
+    return 0;
+}
+
+// Every output element is off but for one per index, on at its position
+// along axis; an index outside [-depth, depth) leaves its row all off, as
+// ONNX specifies.
+static int run_onehot(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                      const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *idx = in[0], *val = in[2];
+    int64_t depth = onehot_depth(in[1]), axis = reel_ir_attr_int(n, "axis", -1);
+    int r = idx->rank + 1;
+    if (depth < 0 || count_of(val) != 2 || !norm_axis(&axis, r) || out[0]->shape[axis] != depth)
+        return REEL_EINVAL;
+    size_t es = reel_dtype_size(val->dtype);
+    const char *off_on = val->data;
+    char *y = out[0]->data;
+    int64_t total = count_of(out[0]);
+    for (int64_t e = 0; e < total; e++)
+        memcpy(y + (size_t)e * es, off_on, es);
+    int64_t outer = reel_tensor_count((int)axis, idx->shape);
+    int64_t inner = reel_tensor_count(idx->rank - (int)axis, idx->shape + axis);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            double v;
+            if (!number_at(idx, o * inner + j, &v))
+                return REEL_EINVAL;
+            if (!(v >= (double)-depth && v < (double)depth))
+                continue;
+            int64_t k = (int64_t)v; // truncated toward zero, as a cast to int64
+            if (k < 0)
+                k += depth;
+            memcpy(y + (size_t)((o * depth + k) * inner + j) * es, off_on + es, es);
+        }
+    return 0;
+}
+
+static const reel_op op_onehot = { "OneHot", infer_onehot, NULL, run_onehot };
+
+// ---- NonZero, Compress --------------------------------------------------------------
+
+// Their output shapes depend on data: exact in infer when that input is a
+// constant, REEL_DIM_UNKNOWN otherwise (then the plan cannot be made).
+
+// Whether element i is not zero (-0.0 is zero; NaN is not).
+static bool nonzero_at(const reel_tensor *t, size_t es, int64_t i)
+{
+    double v;
+    if (t->dtype == REEL_DTYPE_FLOAT32 || t->dtype == REEL_DTYPE_FLOAT64) {
+        number_at(t, i, &v);
+        return v != 0.0;
+    }
+    // Integers and bool: any set byte.
+    const uint8_t *p = (const uint8_t *)t->data + (size_t)i * es;
+    for (size_t b = 0; b < es; b++)
+        if (p[b])
+            return true;
+    return false;
+}
+
+static int64_t count_nonzero(const reel_tensor *t)
+{
+    size_t es = reel_dtype_size(t->dtype);
+    int64_t c = count_of(t), nz = 0;
+    for (int64_t i = 0; i < c; i++)
+        nz += nonzero_at(t, es, i);
+    return nz;
+}
+
+static int infer_nonzero(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *o = reel_op_output(g, n, 0);
+    if (!x || !o)
+        NN_FAIL(error, REEL_EINVAL, n, "needs an input and an output");
+    if (reel_dtype_size(x->dtype) == 0 || x->dtype == REEL_DTYPE_FLOAT16)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "input type %s is not supported", dtype_name(x->dtype));
+    if (x->rank == 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "a scalar input is not supported");
+    int64_t dims[2] = { x->rank, x->constant ? count_nonzero(x->constant) : REEL_DIM_UNKNOWN };
+    if (x->rank < 0)
+        dims[0] = REEL_DIM_UNKNOWN;
+    nn_set(o, REEL_DTYPE_INT64, 2, dims);
+    return 0;
+}
+
+// Row d of the (rank, count) output: coordinate d of each non-zero element,
+// in row-major order.
+static int run_nonzero(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                       const reel_exec_ctx *ctx)
+{
+    (void)n, (void)ctx;
+    const reel_tensor *x = in[0];
+    int64_t nz = out[0]->shape[1], c = count_of(x), k = 0, coord[R] = { 0 };
+    size_t es = reel_dtype_size(x->dtype);
+    if (out[0]->shape[0] != x->rank || count_nonzero(x) != nz)
+        return REEL_EINVAL;
+    int64_t *y = out[0]->data;
+    for (int64_t i = 0; i < c; i++) {
+        if (nonzero_at(x, es, i)) {
+            for (int d = 0; d < x->rank; d++)
+                y[d * nz + k] = coord[d];
+            k++;
+        }
+        for (int d = x->rank - 1; d >= 0 && ++coord[d] == x->shape[d]; d--)
+            coord[d] = 0;
+    }
+    return 0;
+}
+
+static const reel_op op_nonzero = { "NonZero", infer_nonzero, NULL, run_nonzero };
+
+// Compress keeps the slices along axis (of the flattened input without one)
+// whose condition is true; a condition shorter than the axis drops the rest.
+static int64_t count_true(const reel_tensor *cond)
+{
+    const uint8_t *c = cond->data;
+    int64_t len = count_of(cond), t = 0;
+    for (int64_t i = 0; i < len; i++)
+        t += c[i] != 0;
+    return t;
+}
+
+static int infer_compress(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *cond = reel_op_input(g, n, 1), *o = reel_op_output(g, n, 0);
+    if (!x || !cond || !o)
+        NN_FAIL(error, REEL_EINVAL, n, "needs an input, a condition and an output");
+    if (reel_dtype_size(x->dtype) == 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "input type %s is not supported", dtype_name(x->dtype));
+    if (cond->dtype != REEL_DTYPE_BOOL || (cond->rank >= 0 && cond->rank != 1))
+        NN_FAIL(error, REEL_EINVAL, n, "condition must be a 1-D bool tensor");
+    if (x->rank < 0) {
+        nn_set(o, x->dtype, -1, NULL);
+        return 0;
+    }
+    bool has_axis = reel_ir_attr_find(n, "axis") != NULL;
+    int64_t axis = reel_ir_attr_int(n, "axis", 0), a = axis;
+    if (has_axis && (x->rank == 0 || !norm_axis(&a, x->rank)))
+        NN_FAIL(error, REEL_EINVAL, n, "axis %" G_GINT64_FORMAT " is out of range for rank %d", axis, x->rank);
+    int64_t len = has_axis ? x->dims[a] : reel_tensor_count(x->rank, x->dims);
+    if (len >= 0 && cond->dims[0] > len)
+        NN_FAIL(error, REEL_EINVAL, n, "condition (%" G_GINT64_FORMAT ") is longer than the axis (%" G_GINT64_FORMAT ")",
+                cond->dims[0], len);
+    int64_t kept = cond->constant ? count_true(cond->constant) : REEL_DIM_UNKNOWN;
+    if (!has_axis) {
+        nn_set(o, x->dtype, 1, &kept);
+        return 0;
+    }
+    int64_t dims[R];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[a] = kept;
+    nn_set(o, x->dtype, x->rank, dims);
+    return 0;
+}
+
+static int run_compress(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                        const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0], *cond = in[1];
+    int64_t outer = 1, dim = count_of(x), inner = 1;
+    if (reel_ir_attr_find(n, "axis")) {
+        int64_t axis = reel_ir_attr_int(n, "axis", 0);
+        if (!norm_axis(&axis, x->rank))
+            return REEL_EINVAL;
+        outer = reel_tensor_count((int)axis, x->shape);
+        dim = x->shape[axis];
+        inner = reel_tensor_count(x->rank - (int)axis - 1, x->shape + axis + 1);
+    }
+    int64_t len = count_of(cond), kept = count_true(cond);
+    if (len > dim || outer * kept * inner != count_of(out[0]))
+        return REEL_EINVAL;
+    size_t run = (size_t)inner * reel_dtype_size(x->dtype);
+    const uint8_t *c = cond->data;
+    const char *src = x->data;
+    char *dst = out[0]->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < len; k++)
+            if (c[k]) {
+                memcpy(dst, src + (size_t)(o * dim + k) * run, run);
+                dst += run;
+            }
+    return 0;
+}
+
+static const reel_op op_compress = { "Compress", infer_compress, NULL, run_compress };
+
 const reel_op *const reel_ops_index[] = {
-    &op_gather_elements, &op_scatter_elements, &op_scatter, &op_gather_nd, &op_scatter_nd, NULL,
+    &op_gather_elements, &op_scatter_elements, &op_scatter, &op_gather_nd, &op_scatter_nd,
+    &op_onehot,          &op_nonzero,          &op_compress, NULL,
 };
