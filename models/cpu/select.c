@@ -1,4 +1,4 @@
-// ArgMax, ArgMin, Hardmax, CumSum, TopK.
+// ArgMax, ArgMin, Hardmax, CumSum, TopK, NonMaxSuppression.
 // Each works along one axis of a row-major tensor seen as (outer, dim,
 // inner): elements k of a slice are `inner` apart, and kernels that can walk
 // whole rows of `inner` contiguous elements at a time do.
@@ -482,6 +482,196 @@ static int run_topk(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
 
 static const reel_op op_topk = { "TopK", infer_topk, scratch_topk, run_topk };
 
+// ---- NonMaxSuppression ----------------------------------------------------------
+
+// Per batch and class, boxes by descending score (ties: the lower index
+// first), each kept unless it overlaps a kept one by more than
+// iou_threshold, until max_output_boxes_per_class are kept. The output's
+// length depends on the data: exact in infer when every input is a
+// constant, REEL_DIM_UNKNOWN otherwise (then the plan cannot be made).
+
+typedef struct nms_args {
+    const float *boxes, *scores;
+    int64_t batches, classes, spatial, max_out;
+    float iou, score_min;
+    bool has_score_min, center;
+} nms_args;
+
+// Corners (y1, x1, y2, x2 with y1 <= y2, x1 <= x2) of box i of a batch.
+static void nms_corners(const nms_args *a, const float *b, float c[4])
+{
+    if (a->center) { // x_center, y_center, width, height
+        c[0] = b[1] - b[3] / 2, c[1] = b[0] - b[2] / 2;
+        c[2] = b[1] + b[3] / 2, c[3] = b[0] + b[2] / 2;
+        return;
+    }
+    c[0] = fminf(b[0], b[2]), c[1] = fminf(b[1], b[3]);
+    c[2] = fmaxf(b[0], b[2]), c[3] = fmaxf(b[1], b[3]);
+}
+
+static bool nms_overlaps(const nms_args *a, const float *p, const float *q)
+{
+    float b1[4], b2[4];
+    nms_corners(a, p, b1);
+    nms_corners(a, q, b2);
+    float area1 = (b1[2] - b1[0]) * (b1[3] - b1[1]), area2 = (b2[2] - b2[0]) * (b2[3] - b2[1]);
+    if (area1 <= 0 || area2 <= 0)
+        return false;
+    float h = fminf(b1[2], b2[2]) - fmaxf(b1[0], b2[0]), w = fminf(b1[3], b2[3]) - fmaxf(b1[1], b2[1]);
+    if (h <= 0 || w <= 0)
+        return false;
+    float inter = h * w, uni = area1 + area2 - inter;
+    return uni > 0 && inter / uni > a->iou;
+}
+
+typedef struct nms_cand {
+    float score;
+    int64_t index;
+} nms_cand;
+
+static int nms_cand_cmp(const void *pa, const void *pb)
+{
+    const nms_cand *x = pa, *y = pb;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+// Runs the selection; writes (batch, class, box) triples to out (NULL: only
+// counts) and returns how many, or -1 when out of memory.
+static int64_t nms_select(const nms_args *a, int64_t *out)
+{
+    nms_cand *cand = g_try_new(nms_cand, MAX(1, a->spatial));
+    int64_t *kept = g_try_new(int64_t, MAX(1, a->spatial));
+    if (!cand || !kept) {
+        g_free(cand);
+        g_free(kept);
+        return -1;
+    }
+    int64_t total = 0;
+    for (int64_t b = 0; b < a->batches; b++)
+        for (int64_t c = 0; c < a->classes; c++) {
+            const float *sc = a->scores + (b * a->classes + c) * a->spatial;
+            const float *bx = a->boxes + b * a->spatial * 4;
+            int64_t nc = 0, nk = 0;
+            for (int64_t i = 0; i < a->spatial; i++)
+                if (!isnan(sc[i]) && (!a->has_score_min || sc[i] > a->score_min))
+                    cand[nc++] = (nms_cand){ sc[i], i };
+            qsort(cand, (size_t)nc, sizeof *cand, nms_cand_cmp);
+            for (int64_t i = 0; i < nc && nk < a->max_out; i++) {
+                bool keep = true;
+                for (int64_t k = 0; k < nk && keep; k++)
+                    keep = !nms_overlaps(a, bx + cand[i].index * 4, bx + kept[k] * 4);
+                if (!keep)
+                    continue;
+                kept[nk++] = cand[i].index;
+                if (out) {
+                    out[total * 3] = b, out[total * 3 + 1] = c, out[total * 3 + 2] = cand[i].index;
+                }
+                total++;
+            }
+        }
+    g_free(cand);
+    g_free(kept);
+    return total;
+}
+
+// A scalar (or one-element) input of dtype dt, or def when omitted.
+static bool nms_scalar(const reel_tensor *t, reel_dtype dt, double def, double *v)
+{
+    *v = def;
+    if (!t)
+        return true;
+    if (t->dtype != dt || reel_tensor_count(t->rank, t->shape) != 1 || t->rank > 1)
+        return false;
+    *v = dt == REEL_DTYPE_INT64 ? (double)*(const int64_t *)t->data : *(const float *)t->data;
+    return true;
+}
+
+// The arguments from the tensors (in[3], in[4] may be NULL); false when
+// their shapes or types are wrong.
+static bool nms_args_of(const reel_ir_node *n, const reel_tensor *boxes, const reel_tensor *scores,
+                        const reel_tensor *max_out, const reel_tensor *iou, const reel_tensor *score_min, nms_args *a)
+{
+    double mo, io, sm;
+    if (boxes->dtype != REEL_DTYPE_FLOAT32 || scores->dtype != REEL_DTYPE_FLOAT32 || boxes->rank != 3 ||
+        scores->rank != 3 || boxes->shape[2] != 4 || boxes->shape[0] != scores->shape[0] ||
+        boxes->shape[1] != scores->shape[2])
+        return false;
+    if (!nms_scalar(max_out, REEL_DTYPE_INT64, 0, &mo) || !nms_scalar(iou, REEL_DTYPE_FLOAT32, 0, &io) ||
+        !nms_scalar(score_min, REEL_DTYPE_FLOAT32, 0, &sm))
+        return false;
+    *a = (nms_args){
+        .boxes = boxes->data, .scores = scores->data, .batches = boxes->shape[0], .classes = scores->shape[1],
+        .spatial = boxes->shape[1], .iou = (float)io, .score_min = (float)sm, .has_score_min = score_min != NULL,
+        .center = reel_ir_attr_int(n, "center_point_box", 0) != 0,
+    };
+    // Exact for the int64 values that matter (more than the boxes is all of them).
+    a->max_out = mo <= 0 ? 0 : mo >= (double)a->spatial ? a->spatial : (int64_t)mo;
+    return true;
+}
+
+static int infer_nms(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *v[5], *o = reel_op_output(g, n, 0);
+    for (int i = 0; i < 5; i++)
+        v[i] = reel_op_input(g, n, i);
+    if (!v[0] || !v[1] || !o)
+        NN_FAIL(error, REEL_EINVAL, n, "needs boxes, scores and an output");
+    if (v[0]->dtype != REEL_DTYPE_FLOAT32 || v[1]->dtype != REEL_DTYPE_FLOAT32)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "boxes and scores must be float32");
+    if (v[2] && v[2]->dtype != REEL_DTYPE_INT64)
+        NN_FAIL(error, REEL_EINVAL, n, "max_output_boxes_per_class must be int64");
+    for (int i = 3; i < 5; i++)
+        if (v[i] && v[i]->dtype != REEL_DTYPE_FLOAT32)
+            NN_FAIL(error, REEL_EUNSUPPORTED, n, "input %d must be float32", i);
+    int64_t cpb = reel_ir_attr_int(n, "center_point_box", 0);
+    if (cpb != 0 && cpb != 1)
+        NN_FAIL(error, REEL_EINVAL, n, "attribute 'center_point_box' = %" G_GINT64_FORMAT " is not supported", cpb);
+    reel_ir_value *bx = v[0], *sc = v[1];
+    if ((bx->rank >= 0 && (bx->rank != 3 || (bx->dims[2] >= 0 && bx->dims[2] != 4))) ||
+        (sc->rank >= 0 && sc->rank != 3))
+        NN_FAIL(error, REEL_EINVAL, n, "boxes must be (batches, boxes, 4) and scores (batches, classes, boxes)");
+    if (bx->rank == 3 && sc->rank == 3 &&
+        ((bx->dims[0] >= 0 && sc->dims[0] >= 0 && bx->dims[0] != sc->dims[0]) ||
+         (bx->dims[1] >= 0 && sc->dims[2] >= 0 && bx->dims[1] != sc->dims[2])))
+        NN_FAIL(error, REEL_EINVAL, n, "boxes and scores disagree on batches or boxes");
+    int64_t dims[2] = { REEL_DIM_UNKNOWN, 3 };
+    bool all_const = true;
+    for (int i = 0; i < 5; i++)
+        all_const = all_const && (!v[i] || v[i]->constant);
+    if (all_const) {
+        nms_args a;
+        if (!nms_args_of(n, bx->constant, sc->constant, v[2] ? v[2]->constant : NULL, v[3] ? v[3]->constant : NULL,
+                         v[4] ? v[4]->constant : NULL, &a))
+            NN_FAIL(error, REEL_EINVAL, n, "the inputs' shapes or types are wrong");
+        if ((dims[0] = nms_select(&a, NULL)) < 0)
+            NN_FAIL(error, REEL_ENOMEM, n, "out of memory");
+    }
+    nn_set(o, REEL_DTYPE_INT64, 2, dims);
+    return 0;
+}
+
+static int run_nms(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    nms_args a;
+    const reel_tensor *opt[3];
+    for (int i = 0; i < 3; i++)
+        opt[i] = n->n_inputs > 2 + i ? in[2 + i] : NULL;
+    if (!nms_args_of(n, in[0], in[1], opt[0], opt[1], opt[2], &a))
+        return REEL_EINVAL;
+    // The output was sized by infer on the same values: check before writing.
+    int64_t count = nms_select(&a, NULL);
+    if (count < 0)
+        return REEL_ENOMEM;
+    if (out[0]->rank != 2 || out[0]->shape[0] != count)
+        return REEL_EINVAL;
+    return nms_select(&a, out[0]->data) < 0 ? REEL_ENOMEM : 0;
+}
+
+static const reel_op op_nms = { "NonMaxSuppression", infer_nms, NULL, run_nms };
+
 const reel_op *const reel_ops_select[] = {
-    &op_argmax, &op_argmin, &op_hardmax, &op_cumsum, &op_topk, NULL,
+    &op_argmax, &op_argmin, &op_hardmax, &op_cumsum, &op_topk, &op_nms, NULL,
 };
