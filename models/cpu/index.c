@@ -746,7 +746,235 @@ static int run_compress(const reel_ir_node *n, reel_tensor *const *in, reel_tens
 
 static const reel_op op_compress = { "Compress", infer_compress, NULL, run_compress };
 
+// ---- Unique -------------------------------------------------------------------------
+
+// The items Unique compares: without an axis every element of the
+// flattened input; with one, the slices along it (item k: the elements
+// x[o, k, j] for every o and j, compared in that order). Its output shapes
+// depend on the data, as NonZero's.
+typedef struct uq_view {
+    const char *x;
+    reel_dtype dt;
+    size_t es;
+    int64_t outer, dim, inner;
+} uq_view;
+
+static bool uq_type(reel_dtype t)
+{
+    return t == REEL_DTYPE_FLOAT32 || t == REEL_DTYPE_FLOAT64 || t == REEL_DTYPE_INT32 || t == REEL_DTYPE_INT64 ||
+           t == REEL_DTYPE_INT8 || t == REEL_DTYPE_UINT8;
+}
+
+#define CMP3(a, b) ((a) < (b) ? -1 : (a) > (b))
+// Floats: NaN after every number and equal to every NaN, so the order is total.
+#define CMP_FLOAT(a, b) (isnan(a) || isnan(b) ? (int)isnan(a) - (int)isnan(b) : CMP3(a, b))
+
+static int uq_elem_cmp(reel_dtype dt, const char *a, const char *b)
+{
+    switch (dt) {
+    case REEL_DTYPE_FLOAT32: return CMP_FLOAT(*(const float *)a, *(const float *)b);
+    case REEL_DTYPE_FLOAT64: return CMP_FLOAT(*(const double *)a, *(const double *)b);
+    case REEL_DTYPE_INT32: return CMP3(*(const int32_t *)a, *(const int32_t *)b);
+    case REEL_DTYPE_INT64: return CMP3(*(const int64_t *)a, *(const int64_t *)b);
+    case REEL_DTYPE_INT8: return CMP3(*(const int8_t *)a, *(const int8_t *)b);
+    default: return CMP3(*(const uint8_t *)a, *(const uint8_t *)b);
+    }
+}
+
+static int uq_item_cmp(const uq_view *v, int64_t a, int64_t b)
+{
+    for (int64_t o = 0; o < v->outer; o++)
+        for (int64_t j = 0; j < v->inner; j++) {
+            size_t ea = (size_t)((o * v->dim + a) * v->inner + j), eb = (size_t)((o * v->dim + b) * v->inner + j);
+            int c = uq_elem_cmp(v->dt, v->x + ea * v->es, v->x + eb * v->es);
+            if (c)
+                return c;
+        }
+    return 0;
+}
+
+// Stable merge sort of the items idx[0..n) (tmp: room for n).
+static void uq_sort(const uq_view *v, int64_t *idx, int64_t *tmp, int64_t n)
+{
+    if (n < 2)
+        return;
+    int64_t h = n / 2;
+    uq_sort(v, idx, tmp, h);
+    uq_sort(v, idx + h, tmp, n - h);
+    int64_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = uq_item_cmp(v, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+    while (i < h)
+        tmp[k++] = idx[i++];
+    while (j < n)
+        tmp[k++] = idx[j++];
+    memcpy(idx, tmp, sizeof *idx * (size_t)n);
+}
+
+// The unique items: u of them, each with its first position and count, and
+// the group of every item (inverse), the groups in sorted order or in the
+// order of their first occurrence.
+typedef struct uq_result {
+    int64_t u;
+    int64_t *first, *count, *inverse; // dim entries each (u used in the first two)
+} uq_result;
+
+static void uq_result_free(uq_result *r)
+{
+    g_free(r->first);
+    g_free(r->count);
+    g_free(r->inverse);
+}
+
+static bool uq_view_of(const reel_ir_node *n, const reel_tensor *x, uq_view *v)
+{
+    *v = (uq_view){ .x = x->data, .dt = x->dtype, .es = reel_dtype_size(x->dtype), .outer = 1,
+                    .dim = count_of(x), .inner = 1 };
+    if (!reel_ir_attr_find(n, "axis"))
+        return true;
+    int64_t axis = reel_ir_attr_int(n, "axis", 0);
+    if (!norm_axis(&axis, x->rank))
+        return false;
+    v->outer = reel_tensor_count((int)axis, x->shape);
+    v->dim = x->shape[axis];
+    v->inner = reel_tensor_count(x->rank - (int)axis - 1, x->shape + axis + 1);
+    return true;
+}
+
+static int uq_compute(const uq_view *v, bool sorted, uq_result *r)
+{
+    int64_t d = v->dim, m = MAX(1, d);
+    int64_t *order = g_try_new(int64_t, m), *tmp = g_try_new(int64_t, m), *remap = g_try_new(int64_t, m);
+    *r = (uq_result){ 0, g_try_new(int64_t, m), g_try_new(int64_t, m), g_try_new(int64_t, m) };
+    int rc = 0;
+    if (!order || !tmp || !remap || !r->first || !r->count || !r->inverse) {
+        rc = REEL_ENOMEM;
+        goto out;
+    }
+    for (int64_t i = 0; i < d; i++)
+        order[i] = i;
+    uq_sort(v, order, tmp, d);
+    // Runs of equal items in sorted order; stability puts each run's first
+    // occurrence at its head.
+    for (int64_t i = 0; i < d; i++) {
+        if (i == 0 || uq_item_cmp(v, order[i - 1], order[i]) != 0) {
+            r->first[r->u] = order[i];
+            r->count[r->u++] = 0;
+        }
+        r->count[r->u - 1]++;
+        r->inverse[order[i]] = r->u - 1;
+    }
+    if (!sorted) {
+        // Renumber the groups by first occurrence: walk the items in order.
+        int64_t next = 0;
+        for (int64_t g = 0; g < r->u; g++)
+            remap[g] = -1;
+        for (int64_t i = 0; i < d; i++)
+            if (remap[r->inverse[i]] < 0)
+                remap[r->inverse[i]] = next++;
+        for (int64_t g = 0; g < r->u; g++) {
+            tmp[remap[g]] = r->first[g];
+            order[remap[g]] = r->count[g];
+        }
+        memcpy(r->first, tmp, sizeof *tmp * (size_t)r->u);
+        memcpy(r->count, order, sizeof *order * (size_t)r->u);
+        for (int64_t i = 0; i < d; i++)
+            r->inverse[i] = remap[r->inverse[i]];
+    }
+out:
+    g_free(order);
+    g_free(tmp);
+    g_free(remap);
+    if (rc)
+        uq_result_free(r);
+    return rc;
+}
+
+static int infer_unique(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *y = reel_op_output(g, n, 0);
+    if (!x || !y)
+        NN_FAIL(error, REEL_EINVAL, n, "needs an input and an output");
+    if (!uq_type(x->dtype))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "input type %s is not supported", dtype_name(x->dtype));
+    int64_t s = reel_ir_attr_int(n, "sorted", 1);
+    if (s != 0 && s != 1)
+        NN_FAIL(error, REEL_EINVAL, n, "attribute 'sorted' = %" G_GINT64_FORMAT " is not supported", s);
+    bool has_axis = reel_ir_attr_find(n, "axis") != NULL;
+    int64_t axis = reel_ir_attr_int(n, "axis", 0), a = axis;
+    if (x->rank < 0) {
+        nn_set(y, x->dtype, has_axis ? -1 : 1, NULL);
+        for (int i = 1; i < 4; i++)
+            nn_set(reel_op_output(g, n, i), REEL_DTYPE_INT64, 1, NULL);
+        return 0;
+    }
+    if (has_axis && (x->rank == 0 || !norm_axis(&a, x->rank)))
+        NN_FAIL(error, REEL_EINVAL, n, "axis %" G_GINT64_FORMAT " is out of range for rank %d", axis, x->rank);
+    int64_t u = REEL_DIM_UNKNOWN, items = has_axis ? x->dims[a] : reel_tensor_count(x->rank, x->dims);
+    if (x->constant) {
+        uq_view v;
+        uq_result r;
+        if (!uq_view_of(n, x->constant, &v) || uq_compute(&v, s != 0, &r))
+            NN_FAIL(error, REEL_ENOMEM, n, "out of memory");
+        u = r.u;
+        uq_result_free(&r);
+    }
+    int64_t dims[R];
+    if (has_axis) {
+        memcpy(dims, x->dims, sizeof dims);
+        dims[a] = u;
+        nn_set(y, x->dtype, x->rank, dims);
+    } else {
+        nn_set(y, x->dtype, 1, &u);
+    }
+    nn_set(reel_op_output(g, n, 1), REEL_DTYPE_INT64, 1, &u);
+    nn_set(reel_op_output(g, n, 2), REEL_DTYPE_INT64, 1, &items);
+    nn_set(reel_op_output(g, n, 3), REEL_DTYPE_INT64, 1, &u);
+    return 0;
+}
+
+// The optional output i of n, or NULL.
+static reel_tensor *opt_out(const reel_ir_node *n, reel_tensor *const *out, int i)
+{
+    return n->n_outputs > i ? out[i] : NULL;
+}
+
+static int run_unique(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                      const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    uq_view v;
+    uq_result r;
+    if (!uq_view_of(n, in[0], &v))
+        return REEL_EINVAL;
+    int rc = uq_compute(&v, reel_ir_attr_int(n, "sorted", 1) != 0, &r);
+    if (rc)
+        return rc;
+    reel_tensor *first = opt_out(n, out, 1), *inverse = opt_out(n, out, 2), *counts = opt_out(n, out, 3);
+    // The outputs were sized by infer on the same values.
+    if (count_of(out[0]) != v.outer * r.u * v.inner || (first && count_of(first) != r.u) ||
+        (inverse && count_of(inverse) != v.dim) || (counts && count_of(counts) != r.u)) {
+        uq_result_free(&r);
+        return REEL_EINVAL;
+    }
+    size_t run = (size_t)v.inner * v.es;
+    char *y = out[0]->data;
+    for (int64_t o = 0; o < v.outer; o++)
+        for (int64_t g = 0; g < r.u; g++)
+            memcpy(y + (size_t)(o * r.u + g) * run, v.x + (size_t)(o * v.dim + r.first[g]) * run, run);
+    if (first)
+        memcpy(first->data, r.first, sizeof(int64_t) * (size_t)r.u);
+    if (inverse)
+        memcpy(inverse->data, r.inverse, sizeof(int64_t) * (size_t)v.dim);
+    if (counts)
+        memcpy(counts->data, r.count, sizeof(int64_t) * (size_t)r.u);
+    uq_result_free(&r);
+    return 0;
+}
+
+static const reel_op op_unique = { "Unique", infer_unique, NULL, run_unique };
+
 const reel_op *const reel_ops_index[] = {
     &op_gather_elements, &op_scatter_elements, &op_scatter, &op_gather_nd, &op_scatter_nd,
-    &op_onehot,          &op_nonzero,          &op_compress, NULL,
+    &op_onehot,          &op_nonzero,          &op_compress, &op_unique,   NULL,
 };

@@ -50,6 +50,11 @@ static const struct { const char *name, *reason; } exclusions[] = {
     { "test_nonmaxsuppression_two_batches", DATA_SHAPE },
     { "test_nonmaxsuppression_two_classes", DATA_SHAPE },
     { "test_nonzero_example", DATA_SHAPE },
+    { "test_unique_not_sorted_without_axis", DATA_SHAPE },
+    { "test_unique_sorted_with_axis", DATA_SHAPE },
+    { "test_unique_sorted_with_axis_3d", DATA_SHAPE },
+    { "test_unique_sorted_with_negative_axis", DATA_SHAPE },
+    { "test_unique_sorted_without_axis", DATA_SHAPE },
     { NULL, NULL },
 };
 
