@@ -44,6 +44,18 @@ static bool wrap_index(int64_t *v, int64_t dim)
     return true;
 }
 
+// One element of es bytes: fixed-size moves for the common sizes.
+static inline void copy_elem(char *dst, const char *src, size_t es)
+{
+    switch (es) {
+    case 1: memcpy(dst, src, 1); break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, es);
+    }
+}
+
 static bool norm_axis(int64_t *axis, int rank)
 {
     return wrap_index(axis, rank);
@@ -266,7 +278,7 @@ static int run_gather_elements(const reel_ir_node *n, reel_tensor *const *in, re
         wrap_index(&v, x->shape[axis]);
         // w.off counts the axis coordinate of the indices element: replace it.
         int64_t off = w.off + (v - w.idx[axis]) * st[axis];
-        memcpy(dst + (size_t)i * es, src + (size_t)off * es, es);
+        copy_elem(dst + (size_t)i * es, src + (size_t)off * es, es);
     }
     return 0;
 }
@@ -562,12 +574,11 @@ static int infer_onehot(reel_ir_graph *g, reel_ir_node *n, GError **error)
 }
 
 // Every output element is off but for one per index, on at its position
-// along axis; an index outside [-depth, depth) leaves its row all off, as
-// ONNX specifies.
+// along axis; an index outside [-depth, depth) (before opset 11, outside
+// [0, depth)) leaves its row all off, as ONNX specifies.
 static int run_onehot(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
                       const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     const reel_tensor *idx = in[0], *val = in[2];
     int64_t depth = onehot_depth(in[1]), axis = reel_ir_attr_int(n, "axis", -1);
     int r = idx->rank + 1;
@@ -581,12 +592,13 @@ static int run_onehot(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
         memcpy(y + (size_t)e * es, off_on, es);
     int64_t outer = reel_tensor_count((int)axis, idx->shape);
     int64_t inner = reel_tensor_count(idx->rank - (int)axis, idx->shape + axis);
+    double lowest = ctx->opset >= 11 ? (double)-depth : 0.0;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < inner; j++) {
             double v;
             if (!number_at(idx, o * inner + j, &v))
                 return REEL_EINVAL;
-            if (!(v >= (double)-depth && v < (double)depth))
+            if (!(v >= lowest && v < (double)depth))
                 continue;
             int64_t k = (int64_t)v; // truncated toward zero, as a cast to int64
             if (k < 0)

@@ -389,7 +389,7 @@ static void gather_nd_batch_and_slices(void **state)
 static void onehot_out_of_range(void **state)
 {
     (void)state;
-    // Index 3 is outside [-3, 3): its row stays all off; -1 is the last.
+    // Index 3 is outside [-3, 3): its column stays all off; -1 is the last.
     opcall c = { .op = "OneHot", .n_out = 1 };
     attr_int(&c, "axis", 0);
     reel_tensor *in[3] = { i64(1, (const int64_t[]){ 3 }, (const int64_t[]){ 0, 3, -1 }),
@@ -399,6 +399,14 @@ static void onehot_out_of_range(void **state)
     assert_int_equal(call(&c, 3, in, out, NULL), 0);
     expect_shape(out[0], 2, (const int64_t[]){ 3, 3 });
     expect_f32(out[0], (const float[]){ 2, -1, -1, -1, -1, -1, -1, -1, 2 }, 9);
+    free_all(out, 1);
+    // Before opset 11 a negative index is out of range too.
+    c.opset = 10;
+    in[0] = i64(1, (const int64_t[]){ 3 }, (const int64_t[]){ 0, 3, -1 });
+    in[1] = tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 });
+    in[2] = f32(1, (const int64_t[]){ 2 }, (const float[]){ -1, 2 });
+    assert_int_equal(call(&c, 3, in, out, NULL), 0);
+    expect_f32(out[0], (const float[]){ 2, -1, -1, -1, -1, -1, -1, -1, -1 }, 9);
     free_all(out, 1);
     in[0] = i64(1, (const int64_t[]){ 3 }, (const int64_t[]){ 0, 1, 2 });
     in[1] = tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 });
