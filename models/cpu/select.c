@@ -99,11 +99,27 @@ static size_t scratch_arg(const reel_ir_node *n, reel_tensor *const *in, reel_te
 
 // idx[o * inner + j]: the position along dim of the largest (max) or
 // smallest element of column j of block o; ties go to the first, or with
-// `last` the last. NaN wins, as in numpy. Rows are walked whole so the
-// loops vectorize.
-#define ARG_KERNEL(T, sfx, ISNAN)                                                                            \
-    static void arg_##sfx(const T *restrict x, int64_t outer, int64_t dim, int64_t inner, bool max,      \
-                          bool last, T *restrict best, int64_t *restrict idx)                           \
+// `last` the last. NaN wins, as in numpy. Rows are walked whole, and each
+// of the four forms gets a loop of its own without branches (arg_step
+// inlined with constant flags), so the loops vectorize (the int64 blends
+// need AVX2: clones per instruction set).
+#define TARGETS __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define ARG_KERNEL(T, sfx, ISNAN)                                                                       \
+    static inline __attribute__((always_inline)) void arg_step_##sfx(                                   \
+        const T *restrict r, T *restrict best, int64_t *restrict q, int64_t inner, int64_t k, bool max,  \
+        bool last)                                                                                      \
+    {                                                                                                   \
+        for (int64_t j = 0; j < inner; j++) {                                                           \
+            T v = r[j], b = best[j];                                                                    \
+            bool nan_v = ISNAN(v), nan_b = ISNAN(b);                                                    \
+            bool better = max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);                      \
+            bool take = (better & !nan_b) | (nan_v & (last | !nan_b));                                  \
+            best[j] = take ? v : b;                                                                     \
+            q[j] = take ? k : q[j];                                                                     \
+        }                                                                                               \
+    }                                                                                                   \
+    TARGETS static void arg_##sfx(const T *restrict x, int64_t outer, int64_t dim, int64_t inner,        \
+                                  bool max, bool last, T *restrict best, int64_t *restrict idx)         \
     {                                                                                                   \
         for (int64_t o = 0; o < outer; o++) {                                                           \
             const T *p = x + o * dim * inner;                                                           \
@@ -114,14 +130,14 @@ static size_t scratch_arg(const reel_ir_node *n, reel_tensor *const *in, reel_te
             }                                                                                           \
             for (int64_t k = 1; k < dim; k++) {                                                         \
                 const T *r = p + k * inner;                                                             \
-                for (int64_t j = 0; j < inner; j++) {                                                   \
-                    T v = r[j], b = best[j];                                                            \
-                    bool nan_v = ISNAN(v), nan_b = ISNAN(b);                                                   \
-                    bool better = max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);              \
-                    bool take = (better && !nan_b) || (nan_v && (last || !nan_b));                      \
-                    best[j] = take ? v : b;                                                             \
-                    q[j] = take ? k : q[j];                                                             \
-                }                                                                                       \
+                if (max && !last)                                                                       \
+                    arg_step_##sfx(r, best, q, inner, k, true, false);                                  \
+                else if (max)                                                                           \
+                    arg_step_##sfx(r, best, q, inner, k, true, true);                                   \
+                else if (!last)                                                                         \
+                    arg_step_##sfx(r, best, q, inner, k, false, false);                                 \
+                else                                                                                    \
+                    arg_step_##sfx(r, best, q, inner, k, false, true);                                  \
             }                                                                                           \
         }                                                                                               \
     }

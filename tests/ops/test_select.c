@@ -17,6 +17,8 @@
 
 #define MAX_IO 5
 
+static double last_run_ms; // call()'s run, for the timings
+
 typedef struct opcall {
     const char *op;
     reel_ir_attr attrs[6];
@@ -98,7 +100,9 @@ static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, 
         reel_exec_ctx ctx = { .opset = g->opset, .threads = 1 };
         ctx.scratch_size = op->scratch ? op->scratch(&n, in, out) : 0;
         ctx.scratch = g_malloc0(ctx.scratch_size + 1);
+        gint64 t0 = g_get_monotonic_time();
         rc = op->run(&n, in, out, &ctx);
+        last_run_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
         g_free(ctx.scratch);
         if (rc)
             for (int i = 0; i < c->n_out; i++)
@@ -468,6 +472,45 @@ static void data_shaped_ops(void **state)
     expect_rejected(&c, 2, in, "longer than the axis");
 }
 
+// The per-frame forms: a segmentation head's ArgMax over 21 classes of a
+// 512x512 map, and TopK 5 of 1000 class scores, on one thread.
+static void timings(void **state)
+{
+    (void)state;
+    const int64_t s[] = { 1, 21, 512, 512 };
+    reel_tensor *x = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, s);
+    float *v = x->data;
+    unsigned seed = 3;
+    for (size_t i = 0; i < x->nbytes / 4; i++)
+        v[i] = (float)rand_r(&seed) / (float)RAND_MAX;
+    double best = INFINITY;
+    for (int rep = 0; rep < 5; rep++) {
+        opcall c = { .op = "ArgMax", .n_out = 1 };
+        attr_int(&c, "axis", 1);
+        reel_tensor *in[1] = { reel_tensor_dup(x) }, *out[1];
+        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        best = MIN(best, last_run_ms);
+        free_all(out, 1);
+    }
+    printf("ArgMax 1x21x512x512 axis 1: %.3f ms (best of 5)\n", best);
+    reel_tensor_free(&x);
+    const int64_t s2[] = { 1, 1000 };
+    x = reel_tensor_new(REEL_DTYPE_FLOAT32, 2, s2);
+    v = x->data;
+    for (int i = 0; i < 1000; i++)
+        v[i] = (float)rand_r(&seed) / (float)RAND_MAX;
+    best = INFINITY;
+    for (int rep = 0; rep < 5; rep++) {
+        opcall c = { .op = "TopK", .n_out = 2 };
+        reel_tensor *in[2] = { reel_tensor_dup(x), i64(1, (const int64_t[]){ 1 }, (const int64_t[]){ 5 }) }, *out[2];
+        assert_int_equal(call(&c, 2, in, out, NULL), 0);
+        best = MIN(best, last_run_ms);
+        free_all(out, 2);
+    }
+    printf("TopK 5 of 1x1000: %.3f ms (best of 5)\n", best);
+    reel_tensor_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,7 +518,7 @@ int main(void)
         cmocka_unit_test(hardmax_both_forms),          cmocka_unit_test(cumsum_axis_and_errors),
         cmocka_unit_test(nms_constant_inputs),         cmocka_unit_test(scatter_reductions_and_range),
         cmocka_unit_test(gather_nd_batch_and_slices),  cmocka_unit_test(onehot_out_of_range),
-        cmocka_unit_test(data_shaped_ops),
+        cmocka_unit_test(data_shaped_ops),             cmocka_unit_test(timings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
