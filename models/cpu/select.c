@@ -436,15 +436,52 @@ static int infer_topk(reel_ir_graph *g, reel_ir_node *n, GError **error)
             return a->v > b->v ? -1 : 1;                                                                 \
         return a->i < b->i ? -1 : a->i > b->i;                                                           \
     }                                                                                                    \
+    /* Sifts h[i] down a heap of n whose root ranks last (cmp > 0: after). */                         \
+    static void sift_##sfx(pair_##sfx *h, int64_t n, int64_t i, int (*cmp)(const void *, const void *))  \
+    {                                                                                                    \
+        for (;;) {                                                                                       \
+            int64_t l = 2 * i + 1, r = l + 1, m = i;                                                     \
+            if (l < n && cmp(&h[l], &h[m]) > 0)                                                          \
+                m = l;                                                                                   \
+            if (r < n && cmp(&h[r], &h[m]) > 0)                                                          \
+                m = r;                                                                                   \
+            if (m == i)                                                                                  \
+                return;                                                                                  \
+            pair_##sfx t = h[i];                                                                         \
+            h[i] = h[m];                                                                                 \
+            h[m] = t;                                                                                    \
+            i = m;                                                                                       \
+        }                                                                                                \
+    }                                                                                                    \
+    /* The k first of one slice into buf[0..k), in order: all sorted when k is  */                       \
+    /* a good part of the slice, else a heap of the k best so far, each element */                       \
+    /* one comparison with the worst of them.                                   */                       \
+    static void topk_slice_##sfx(const T *p, int64_t dim, int64_t inner, int64_t k, bool largest,         \
+                                 pair_##sfx *buf)                                                        \
+    {                                                                                                    \
+        int (*cmp)(const void *, const void *) = largest ? cmp_desc_##sfx : cmp_asc_##sfx;               \
+        int64_t n = k * 8 < dim ? k : dim;                                                               \
+        for (int64_t e = 0; e < n; e++)                                                                  \
+            buf[e] = (pair_##sfx){ p[e * inner], e };                                                    \
+        if (n < dim && k > 0) {                                                                          \
+            for (int64_t i = k / 2 - 1; i >= 0; i--)                                                     \
+                sift_##sfx(buf, k, i, cmp);                                                              \
+            for (int64_t e = k; e < dim; e++) {                                                          \
+                pair_##sfx c = { p[e * inner], e };                                                      \
+                if (cmp(&c, &buf[0]) < 0) {                                                              \
+                    buf[0] = c;                                                                          \
+                    sift_##sfx(buf, k, 0, cmp);                                                          \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+        qsort(buf, (size_t)n, sizeof *buf, cmp);                                                         \
+    }                                                                                                    \
     static void topk_##sfx(const T *x, T *vals, int64_t *idx, int64_t outer, int64_t dim, int64_t inner,  \
                            int64_t k, bool largest, pair_##sfx *buf)                                     \
     {                                                                                                    \
         for (int64_t o = 0; o < outer; o++)                                                              \
             for (int64_t j = 0; j < inner; j++) {                                                        \
-                const T *p = x + o * dim * inner + j;                                                    \
-                for (int64_t e = 0; e < dim; e++)                                                        \
-                    buf[e] = (pair_##sfx){ p[e * inner], e };                                            \
-                qsort(buf, (size_t)dim, sizeof *buf, largest ? cmp_desc_##sfx : cmp_asc_##sfx);          \
+                topk_slice_##sfx(x + o * dim * inner + j, dim, inner, k, largest, buf);                  \
                 int64_t base = o * k * inner + j;                                                        \
                 for (int64_t e = 0; e < k; e++) {                                                        \
                     vals[base + e * inner] = buf[e].v;                                                   \
