@@ -197,8 +197,8 @@ static size_t value_bytes(const reel_ir_value *v)
 }
 
 // Small inputs that decide shapes (int64 ones, the scales/sizes of
-// Resize/Upsample, Range's scalars) are read as constants while planning;
-// their contents are then part of the plan's key.
+// Resize/Upsample, Range's scalars, OneHot's depth of any type) are read as
+// constants while planning; their contents are then part of the plan's key.
 static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
 {
     if (b->mem)
@@ -211,6 +211,8 @@ static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
         return true;
     for (guint i = 0; i < g->nodes->len; i++) {
         const reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        if (strcmp(n->op, "OneHot") == 0 && n->n_inputs > 1 && n->inputs[1] == vi)
+            return true;
         bool range = strcmp(n->op, "Range") == 0;
         if (!range && strcmp(n->op, "Resize") && strcmp(n->op, "Upsample"))
             continue;
