@@ -6,14 +6,17 @@
 // its float attributes with their defaults, and whether it outputs bool.
 // The row functions come from one expression per op; <tgmath.h> makes that
 // expression call the float functions (sinf, expf, ...) for float32 and the
-// double ones for float64.
+// double ones for float64. The float32 activations built on exp (Elu, Selu,
+// Celu, Softplus, Mish, Gelu, Erf) use exp, expm1, log1p and erf (f32_*) written
+// here instead, in a form the vectorizer takes (libm's calls keep those
+// loops scalar, several times slower per frame).
 #include <string.h>
 #include <tgmath.h>
 
 #include "models/cpu/nn.h"
 
 // An op's attributes as read for one run: up to two floats (a, b) and a
-// flag (Gelu's approximation, IsInf's detect_positive).
+// flag (Gelu's approximate = "tanh", IsInf's detect_positive).
 typedef struct uparams {
     float a, b;
     int flag;
@@ -22,8 +25,11 @@ typedef struct uparams {
 // y[0..n) = f(x[0..n)). No restrict: the executor may run an op in place.
 typedef void (*urow)(const void *x, void *y, int64_t n, const uparams *p);
 
+// Each row compiled for AVX-512, AVX2 and the baseline, chosen at load.
+#define TARGETS __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+
 #define ROW(fn, T, TO, expr)                                          \
-    static void fn(const void *x_, void *y_, int64_t n, const uparams *p) \
+    TARGETS static void fn(const void *x_, void *y_, int64_t n, const uparams *p) \
     {                                                                 \
         typedef T elem; /* for constants in expr */                   \
         const elem *x = x_;                                           \
@@ -43,6 +49,10 @@ typedef void (*urow)(const void *x, void *y, int64_t n, const uparams *p);
 #define FLOAT_ROWS(op, expr)               \
     ROW(op##_f32, float, float, expr)      \
     ROW(op##_f64, double, double, expr)
+// float32 from its own expression, float64 from libm's.
+#define SPLIT_ROWS(op, expr32, expr64)     \
+    ROW(op##_f32, float, float, expr32)    \
+    ROW(op##_f64, double, double, expr64)
 #define SIGNED_ROWS(op, expr)              \
     ROW(op##_i8, int8_t, int8_t, expr)     \
     ROW(op##_i16, int16_t, int16_t, expr)  \
@@ -61,6 +71,120 @@ typedef void (*urow)(const void *x, void *y, int64_t n, const uparams *p);
 // negative value wraps (as numpy does) instead of overflowing.
 #define WRAP_NEG(v) (-(uint64_t)(v))
 
+// ---- float32 exp, expm1, log1p, erf for the vectorizer ---------------------------
+
+static inline uint32_t bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float float_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// e^x: x = k ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, the first
+// short enough that k * it is exact), e^r by its Taylor series to r^7
+// (relative error under 1e-8), 2^k put in the exponent in two halves so
+// that results down to the subnormals come out. Overflows to inf above
+// 88.72, underflows to 0 below -103.9, as expf does.
+static inline float f32_exp(float x)
+{
+    float xc = x == x ? (x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x)) : 0.0f;
+    const float round_magic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
+    float kf = (xc * 1.44269504088896341f + round_magic) - round_magic;
+    float r = (xc - kf * 0.693145751953125f) - kf * 1.428606765330187e-06f;
+    float p = 1.0f + r * (1.0f + r * (1.0f / 2 + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
+              r * (1.0f / 720 + r * (1.0f / 5040)))))));
+    int32_t k = (int32_t)kf, k1 = k / 2, k2 = k - k1;
+    float y = p * float_of((uint32_t)(k1 + 127) << 23) * float_of((uint32_t)(k2 + 127) << 23);
+    return x == x ? y : x;
+}
+
+// e^x - 1, by its Taylor series to x^8 near 0 where e^x - 1 would cancel.
+static inline float f32_expm1(float x)
+{
+    float near0 = x * (1.0f + x * (1.0f / 2 + x * (1.0f / 6 + x * (1.0f / 24 + x * (1.0f / 120 + x * (1.0f / 720 +
+                  x * (1.0f / 5040 + x * (1.0f / 40320))))))));
+    return fabsf(x) < 0.5f ? near0 : f32_exp(x) - 1.0f;
+}
+
+// log(1 + t) for t in [0, 1]: 1 + t = 2^e m with m in [sqrt(1/2), sqrt(2)),
+// log m = 2 atanh(s), s = (m - 1) / (m + 1) formed from t without rounding
+// 1 + t, |s| <= 0.172, the series to s^11.
+static inline float f32_log1p_unit(float t)
+{
+    bool e = t > 0.41421356f;
+    float s = e ? (t - 1.0f) / (t + 3.0f) : t / (t + 2.0f), s2 = s * s;
+    float l = 2.0f * s * (1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9 + s2 * (1.0f / 11))))));
+    return e ? l + 0.693147180559945309f : l;
+}
+
+// log(1 + e^x) = max(x, 0) + log(1 + e^-|x|).
+static inline float f32_softplus(float x)
+{
+    return (x > 0.0f ? x : 0.0f) + f32_log1p_unit(f32_exp(-fabsf(x)));
+}
+
+// x tanh(softplus(x)) = x n / (n + 2) with n = e^x (e^x + 2); x itself
+// where that is 1 in float (and n would overflow).
+static inline float f32_mish(float x)
+{
+    float e = f32_exp(x), n = e * (e + 2.0f);
+    return x > 20.0f ? x : x * (n / (n + 2.0f));
+}
+
+// 1 - erf(x) for x >= 1: Abramowitz and Stegun 7.1.26, whose erf is
+// within 1.5e-7.
+static inline float f32_erfc_tail(float x)
+{
+    float t = 1.0f / (1.0f + 0.3275911f * x);
+    float p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    return p * f32_exp(-x * x);
+}
+
+// erf(x) for |x| < 1: its Taylor series to x^21 (the coefficients are
+// 1 / (n! (2n + 1))), the rest under 2e-9.
+static inline float f32_erf_near0(float x)
+{
+    float x2 = x * x;
+    float s = 1.0f - x2 * (1.0f / 3 - x2 * (1.0f / 10 - x2 * (1.0f / 42 - x2 * (1.0f / 216 - x2 * (1.0f / 1320 -
+              x2 * (1.0f / 9360 - x2 * (1.0f / 75600 - x2 * (1.0f / 685440 - x2 * (1.0f / 6894720 -
+              x2 * (1.0f / 76204800))))))))));
+    return 1.12837916709551257f * x * s;
+}
+
+// erf: the series below 1, 1 - f32_erfc_tail above. Both are computed
+// and one chosen, so that the loop has no branches.
+static inline float f32_erf(float x)
+{
+    float ax = fabsf(x), near0 = f32_erf_near0(x), far = 1.0f - f32_erfc_tail(ax);
+    return ax < 1.0f ? near0 : (x < 0.0f ? -far : far);
+}
+
+// x (1 + erf(x / sqrt 2)) / 2; below -sqrt 2, 1 + erf is erfc_tail itself
+// (no cancellation).
+static inline float f32_gelu(float x)
+{
+    float y = x * 0.707106781186547524f, ay = fabsf(y);
+    float near0 = f32_erf_near0(ay), tail = f32_erfc_tail(ay);
+    float one_plus = y >= 0.0f ? 1.0f + (ay < 1.0f ? near0 : 1.0f - tail) : (ay < 1.0f ? 1.0f - near0 : tail);
+    return x * 0.5f * one_plus;
+}
+
+// x (1 + tanh(u)) / 2 = x sigmoid(w), w = 2u, u = sqrt(2 / pi) (x + 0.044715 x^3);
+// sigmoid from e^-|w|, which neither overflows nor cancels.
+static inline float f32_gelu_tanh(float x)
+{
+    float w = 2.0f * 0.797884560802865355f * (x + 0.044715f * x * x * x);
+    float e = f32_exp(-fabsf(w));
+    return x * ((w > 0.0f ? 1.0f : e) / (1.0f + e));
+}
+
 // ---- the element functions ---------------------------------------------------
 
 FLOAT_ROWS(neg, -v)
@@ -76,10 +200,13 @@ SIGNED_ROWS(sign, v > 0 ? 1 : v < 0 ? -1 : 0)
 UNSIGNED_ROWS(sign, v > 0)
 
 FLOAT_ROWS(reciprocal, 1 / v)
-FLOAT_ROWS(floor, floor(v))
-FLOAT_ROWS(ceil, ceil(v))
 // rint rounds halves to even in the default rounding mode, as ONNX asks.
+// Floor and Ceil go through it too: the vectorizer takes rint (libm's floor
+// keeps the loop scalar). Ceil is -floor(-x), which keeps the sign of a
+// zero result (ceil(-0.7) is -0); NaN and large values come through.
 FLOAT_ROWS(round, rint(v))
+FLOAT_ROWS(floor, rint(v) > v ? rint(v) - 1 : rint(v))
+FLOAT_ROWS(ceil, -(rint(-v) > -v ? rint(-v) - 1 : rint(-v)))
 FLOAT_ROWS(log, log(v))
 FLOAT_ROWS(sin, sin(v))
 FLOAT_ROWS(cos, cos(v))
@@ -92,27 +219,39 @@ FLOAT_ROWS(cosh, cosh(v))
 FLOAT_ROWS(asinh, asinh(v))
 FLOAT_ROWS(acosh, acosh(v))
 FLOAT_ROWS(atanh, atanh(v))
-FLOAT_ROWS(erf, erf(v))
+SPLIT_ROWS(erf, f32_erf(v), erf(v))
 
 // expm1 keeps exp(x) - 1 accurate near zero.
-FLOAT_ROWS(elu, v < 0 ? a * expm1(v) : v)
+SPLIT_ROWS(elu, v < 0 ? a * f32_expm1(v) : v, v < 0 ? a * expm1(v) : v)
 // Selu: a is alpha, b is gamma.
-FLOAT_ROWS(selu, v > 0 ? b * v : b * a * expm1(v))
-FLOAT_ROWS(celu, v > 0 ? v : a * expm1(v / a))
+SPLIT_ROWS(selu, v > 0 ? b * v : b * a * f32_expm1(v), v > 0 ? b * v : b * a * expm1(v))
+SPLIT_ROWS(celu, v > 0 ? v : a * f32_expm1(v / a), v > 0 ? v : a * expm1(v / a))
 FLOAT_ROWS(thresholdedrelu, v > a ? v : 0)
 // log(1 + e^x) without overflow for large x.
-FLOAT_ROWS(softplus, v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)))
+SPLIT_ROWS(softplus, f32_softplus(v), v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)))
 FLOAT_ROWS(softsign, v / (1 + fabs(v)))
-FLOAT_ROWS(mish, v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v))))
+SPLIT_ROWS(mish, f32_mish(v), v * tanh(v > 0 ? v + log1p(exp(-v)) : log1p(exp(v))))
+
+// A double as an integer: truncated, saturated to int64's range, NaN 0 (a
+// float-to-integer conversion out of range would be undefined); the
+// narrower integer types wrap from there, as numpy's astype does.
+static inline int64_t int_of(double r)
+{
+    if (!(r == r))
+        return 0;
+    return r >= 0x1p63 ? INT64_MAX : (r <= -0x1p63 ? INT64_MIN : (int64_t)r);
+}
 
 // Shrink: a is lambd, b is bias; integer types compute in double.
 FLOAT_ROWS(shrink, v < -a ? v + b : v > a ? v - b : 0)
-SIGNED_ROWS(shrink, (double)v < -a ? (double)v + b : (double)v > a ? (double)v - b : 0)
-UNSIGNED_ROWS(shrink, (double)v > a ? (double)v - b : (double)v < -a ? (double)v + b : 0)
+SIGNED_ROWS(shrink, int_of((double)v < -a ? (double)v + b : (double)v > a ? (double)v - b : 0))
+UNSIGNED_ROWS(shrink, int_of((double)v > a ? (double)v - b : (double)v < -a ? (double)v + b : 0))
 
-// Gelu: flag 1 is approximate = "tanh". 0.7978845608... = sqrt(2 / pi).
-FLOAT_ROWS(gelu, flag ? (v / 2) * (1 + tanh((v + (v * v * v) * (elem)0.044715) * (elem)0.7978845608028654))
-                      : (v / 2) * (1 + erf(v * (elem)0.7071067811865476)))
+// Gelu: approximate = "none", and (gelu_tanh) "tanh", chosen in unary_run;
+// 0.7978845608... = sqrt(2 / pi).
+SPLIT_ROWS(gelu, f32_gelu(v), (v / 2) * (1 + erf(v * (elem)0.7071067811865476)))
+SPLIT_ROWS(gelu_tanh, f32_gelu_tanh(v),
+           (v / 2) * (1 + tanh((v + (v * v * v) * (elem)0.044715) * (elem)0.7978845608028654)))
 
 // IsInf: a is detect_negative, flag is detect_positive.
 ROW(isinf_f32, float, uint8_t, isinf(v) && (v > 0 ? flag != 0 : a != 0))
@@ -298,6 +437,8 @@ static int unary_run(const unary_def *d, const reel_ir_node *n, reel_tensor *con
     ujob j = { .f = d->row[t], .x = in[0]->data, .y = out[0]->data, .xsz = reel_dtype_size(t),
                .ysz = reel_dtype_size(out[0]->dtype), .count = reel_tensor_count(out[0]->rank, out[0]->shape) };
     read_params(d, n, &j.p);
+    if (d == &defs[U_GELU] && j.p.flag)
+        j.f = t == REEL_DTYPE_FLOAT32 ? gelu_tanh_f32 : gelu_tanh_f64;
     int threads = ctx->workers ? ctx->threads : 1;
     int64_t tasks = threads > 1 ? MIN(4 * (int64_t)threads, j.count / CHUNK) : 1;
     if (tasks <= 1) {

@@ -269,6 +269,76 @@ static void empty_and_large(void **state)
     reel_tensor_free(&out);
 }
 
+// The float32 forms of the exp-based activations (the kernel's own
+// vectorizable exp, expm1, log1p and erf) against double libm over the
+// whole range where their results are not 0, 1 or x: relative error
+// within `rel` or absolute error within `abs`.
+static double ref_gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+// x (1 + tanh(u)) / 2 as x / (1 + e^-2u): 1 + tanh(u) cancels to 0 in
+// double already where the float result is not 0.
+static double ref_gelu_tanh(double x)
+{
+    return x / (1 + exp(-2 * sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+static double ref_softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+static double ref_mish(double x) { return x * tanh(ref_softplus(x)); }
+static double ref_elu(double x) { return x < 0 ? expm1(x) : x; }
+
+static void fast_math_accuracy(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *op, *approx;
+        double (*ref)(double);
+        double lo, hi, rel, abs;
+    } cases[] = {
+        { "Erf", NULL, erf, -10, 10, 4e-7, 2e-7 },
+        { "Elu", NULL, ref_elu, -110, 10, 4e-7, 0 },
+        { "Softplus", NULL, ref_softplus, -110, 100, 4e-7, 0 },
+        { "Mish", NULL, ref_mish, -110, 30, 4e-7, 0 },
+        { "Gelu", NULL, ref_gelu, -20, 20, 4e-7, 5e-7 }, // absolute: erfc_tail in the negative tail
+        // Far out the result is e^w with w rounded in float: relative error |w| ulp.
+        { "Gelu", "tanh", ref_gelu_tanh, -20, 20, 3e-5, 0 },
+        { "Floor", NULL, floor, -1e8, 1e8, 0, 0 },
+        { "Ceil", NULL, ceil, -1e8, 1e8, 0, 0 },
+        { "Floor", NULL, floor, -3, 3, 0, 0 }, // zeros' signs
+        { "Ceil", NULL, ceil, -3, 3, 0, 0 },
+    };
+    enum { N = 200001 };
+    for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
+        int64_t len = N;
+        reel_tensor *x = reel_tensor_new(REEL_DTYPE_FLOAT32, 1, &len);
+        float *xd = x->data;
+        double lo = cases[c].lo, hi = cases[c].hi;
+        for (int i = 0; i < N; i++)
+            xd[i] = (float)(lo + (hi - lo) * i / (N - 1));
+        xd[0] = 0.5f, xd[1] = -0.5f, xd[2] = 1e-20f, xd[3] = -1e-20f, xd[4] = 0.0f; // series edges, tiny
+        float *xs = g_memdup2(xd, sizeof(float) * N);
+        opcall call_ = { .op = cases[c].op };
+        if (cases[c].approx)
+            attr_str(&call_, "approximate", cases[c].approx);
+        reel_tensor *out;
+        assert_int_equal(call(&call_, x, &out, NULL, 0), 0);
+        const float *y = out->data;
+        double worst = 0;
+        int64_t at = 0;
+        for (int i = 0; i < N; i++) {
+            if (!signbit(y[i]) != !signbit(cases[c].ref(xs[i])) && !isnan(y[i]))
+                fail_msg("%s: the sign of %g at x = %.9g", cases[c].op, y[i], xs[i]);
+            // Results below float's normal range are compared in absolute terms.
+            double want = cases[c].ref(xs[i]), err = fabs(y[i] - want);
+            if (err > cases[c].abs && err > 1.2e-38 && err > cases[c].rel * fabs(want) && err / fabs(want) > worst)
+                worst = err / fabs(want), at = i;
+        }
+        if (worst > 0)
+            fail_msg("%s%s%s: relative error %.3g at x = %.9g (%.9g, expected %.9g)", cases[c].op,
+                     cases[c].approx ? " " : "", cases[c].approx ? cases[c].approx : "", worst, xs[at], y[at],
+                     cases[c].ref(xs[at]));
+        reel_tensor_free(&out);
+        g_free(xs);
+    }
+}
+
 // What the kernels do not take fails in infer, naming the node.
 static void failures(void **state)
 {
@@ -313,6 +383,7 @@ int main(void)
         cmocka_unit_test(gelu_forms),
         cmocka_unit_test(isinf_isnan),
         cmocka_unit_test(empty_and_large),
+        cmocka_unit_test(fast_math_accuracy),
         cmocka_unit_test(failures),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
