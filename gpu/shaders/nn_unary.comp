@@ -54,28 +54,52 @@ float log1p_(float e)
 
 float softplus_(float v) { return v > 0.0 ? v + log1p_(exp(-v)) : log1p_(exp(v)); }
 
-// tanh through expm1_, accurate near 0 too; +-15 is +-1 in float.
-float tanh_(float v)
+// x tanh(softplus(x)) = x n / (n + 2) with n = e^x (e^x + 2) (one exp);
+// x itself where that is 1 in float and n would overflow.
+float mish_(float v)
 {
-    float e = expm1_(2.0 * clamp(v, -15.0, 15.0));
-    return isnan(v) ? v : e / (e + 2.0);
+    float e = exp(min(v, 20.0)), n = e * (e + 2.0);
+    return v > 20.0 ? v : v * (n / (n + 2.0));
 }
 
-// erf: its Taylor series below 0.5, Abramowitz and Stegun 7.1.26 (absolute
-// error under 1.5e-7) above.
+// 1 - erf(x) for x >= 1: Abramowitz and Stegun 7.1.26 (erf within 1.5e-7),
+// as models/cpu/unary.c computes it.
+float erfc_tail(float x)
+{
+    float t = 1.0 / (1.0 + 0.3275911 * x);
+    float p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return p * exp(-x * x);
+}
+
+// erf(x) for |x| < 1: its Taylor series to x^21 (coefficients 1 / (n! (2n + 1))).
+float erf_near0(float x)
+{
+    float x2 = x * x;
+    float s = 1.0 - x2 * (1.0 / 3.0 - x2 * (1.0 / 10.0 - x2 * (1.0 / 42.0 - x2 * (1.0 / 216.0 - x2 * (1.0 / 1320.0 -
+              x2 * (1.0 / 9360.0 - x2 * (1.0 / 75600.0 - x2 * (1.0 / 685440.0 - x2 * (1.0 / 6894720.0 -
+              x2 * (1.0 / 76204800.0))))))))));
+    return 1.1283791670955126 * x * s;
+}
+
 float erf_(float v)
 {
-    float x = abs(v), r;
-    if (x < 0.5) {
-        float x2 = x * x;
-        r = 1.1283791670955126 * x * (1.0 - x2 * (1.0 / 3.0 - x2 * (1.0 / 10.0 - x2 * (1.0 / 42.0 - x2 * (1.0 / 216.0
-            - x2 * (1.0 / 1320.0))))));
-    } else {
-        float t = 1.0 / (1.0 + 0.3275911 * x);
-        float p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-        r = 1.0 - p * exp(-x * x);
-    }
+    float x = abs(v), r = x < 1.0 ? erf_near0(x) : 1.0 - erfc_tail(x);
     return isnan(v) ? v : (v < 0.0 ? -r : r);
+}
+
+// x (1 + erf(x / sqrt 2)) / 2; below -sqrt 2, 1 + erf is erfc_tail itself.
+float gelu_(float v)
+{
+    float y = v * 0.7071067811865476, ay = abs(y);
+    float one_plus = y >= 0.0 ? 1.0 + erf_(y) : (ay < 1.0 ? 1.0 - erf_near0(ay) : erfc_tail(ay));
+    return isnan(v) ? v : v * 0.5 * one_plus;
+}
+
+// x (1 + tanh(u)) / 2 = x sigmoid(2u), from e^-|2u|: no overflow, no cancellation.
+float gelu_tanh_(float v)
+{
+    float w = 2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v), e = exp(-abs(w));
+    return isnan(v) ? v : v * ((w > 0.0 ? 1.0 : e) / (1.0 + e));
 }
 
 // sin and cos after reducing v by whole turns (2 pi split in two parts so
@@ -124,9 +148,9 @@ void main()
     case THRESHOLDEDRELU: r = v > pc.a ? v : 0.0; break;
     case SOFTPLUS: r = softplus_(v); break;
     case SOFTSIGN: r = v / (1.0 + abs(v)); break;
-    case MISH: r = v * tanh_(softplus_(v)); break;
-    case GELU: r = v * 0.5 * (1.0 + erf_(v * 0.7071067811865476)); break;
-    case GELU_TANH: r = v * 0.5 * (1.0 + tanh_((v + v * v * v * 0.044715) * 0.7978845608028654)); break;
+    case MISH: r = mish_(v); break;
+    case GELU: r = gelu_(v); break;
+    case GELU_TANH: r = gelu_tanh_(v); break;
     default: r = 1.0 / v; break; // RECIPROCAL
     }
     o[i] = stored(r);
