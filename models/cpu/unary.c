@@ -40,7 +40,7 @@ typedef void (*urow)(const void *x, void *y, int64_t n, const uparams *p);
         (void)b;                                                      \
         (void)flag;                                                   \
         for (int64_t i = 0; i < n; i++) {                             \
-            elem v = x[i];                                               \
+            elem v = x[i];                                            \
             y[i] = (TO)(expr);                                        \
         }                                                             \
     }
@@ -244,8 +244,9 @@ static inline int64_t int_of(double r)
 
 // Shrink: a is lambd, b is bias; integer types compute in double.
 FLOAT_ROWS(shrink, v < -a ? v + b : v > a ? v - b : 0)
-SIGNED_ROWS(shrink, int_of((double)v < -a ? (double)v + b : (double)v > a ? (double)v - b : 0))
-UNSIGNED_ROWS(shrink, int_of((double)v > a ? (double)v - b : (double)v < -a ? (double)v + b : 0))
+#define SHRINK_INT int_of((double)v < -a ? (double)v + b : (double)v > a ? (double)v - b : 0)
+SIGNED_ROWS(shrink, SHRINK_INT)
+UNSIGNED_ROWS(shrink, SHRINK_INT)
 
 // Gelu: approximate = "none", and (gelu_tanh) "tanh", chosen in unary_run;
 // 0.7978845608... = sqrt(2 / pi).

@@ -163,6 +163,17 @@ static void integer_forms(void **state)
     attr_float(&shrink, "bias", 1.0f);
     const double xs[] = { -3, -1, 0, 1, 2, 5 };
     expect_op(&shrink, REEL_DTYPE_INT32, 6, xs, REEL_DTYPE_INT32, (const double[]){ -2, 0, 0, 0, 1, 4 }, 0);
+    // A negative lambd: x < -lambd is tested first, as ONNX's reference does,
+    // for unsigned types too; a result past int8's range wraps.
+    opcall neg_lambd = { .op = "Shrink" };
+    attr_float(&neg_lambd, "lambd", -1.0f);
+    attr_float(&neg_lambd, "bias", 1.0f);
+    const double xn[] = { 0, 1, 5 };
+    expect_op(&neg_lambd, REEL_DTYPE_UINT8, 3, xn, REEL_DTYPE_UINT8, (const double[]){ 1, 0, 4 }, 0);
+    expect_op(&neg_lambd, REEL_DTYPE_FLOAT32, 3, xn, REEL_DTYPE_FLOAT32, (const double[]){ 1, 0, 4 }, 0);
+    opcall big_bias = { .op = "Shrink" };
+    attr_float(&big_bias, "bias", -100.0f);
+    expect_op(&big_bias, REEL_DTYPE_INT8, 1, (const double[]){ 100 }, REEL_DTYPE_INT8, (const double[]){ -56 }, 0);
 }
 
 // Round halves to even; Sign keeps NaN and zero; float64 Softplus and Mish
