@@ -36,6 +36,13 @@ static const char *env_or(const char *name, const char *fallback)
 #define DATA_SHAPE "the output shape depends on an input's values: a session plans shapes before it runs, so " \
                    "this op runs only on constant inputs (folded)"
 static const struct { const char *name, *reason; } exclusions[] = {
+    // Range over values computed in the graph
+    { "test_blackmanwindow_expanded", DATA_SHAPE },
+    { "test_blackmanwindow_symmetric_expanded", DATA_SHAPE },
+    { "test_hammingwindow_expanded", DATA_SHAPE },
+    { "test_hammingwindow_symmetric_expanded", DATA_SHAPE },
+    { "test_hannwindow_expanded", DATA_SHAPE },
+    { "test_hannwindow_symmetric_expanded", DATA_SHAPE },
     { "test_compress_0", DATA_SHAPE },
     { "test_compress_1", DATA_SHAPE },
     { "test_compress_default_axis", DATA_SHAPE },
