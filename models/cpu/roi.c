@@ -1,6 +1,370 @@
 // NonMaxSuppression, RoiAlign, GridSample, MaxUnpool.
-#include "models/op.h"
+// Here: RoiAlign and GridSample over NCHW float32 images.
+#include "models/cpu/nn.h"
+
+// ---- GridSample (2-D): every output pixel samples X at the normalized
+// (x, y) in [-1, 1] that Grid holds for it. Follows ONNX's reference: the
+// coordinate is padded (border: clamped, reflection: reflected) when it lies
+// outside the image, then each tap of the interpolation is padded too.
+
+typedef enum gs_mode { GS_NEAREST, GS_LINEAR, GS_CUBIC } gs_mode;
+typedef enum gs_pad { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
+
+typedef struct gs_cfg {
+    gs_mode mode;
+    gs_pad pad;
+    bool align_corners;
+} gs_cfg;
+
+static int gs_config(const reel_ir_node *n, int opset, gs_cfg *c, GError **error)
+{
+    // Opset 20 renamed bilinear and bicubic.
+    const char *linear = opset >= 20 ? "linear" : "bilinear", *cubic = opset >= 20 ? "cubic" : "bicubic";
+    const char *mode = reel_ir_attr_string(n, "mode", linear), *pad = reel_ir_attr_string(n, "padding_mode", "zeros");
+    if (strcmp(mode, linear) == 0)
+        c->mode = GS_LINEAR;
+    else if (strcmp(mode, cubic) == 0)
+        c->mode = GS_CUBIC;
+    else if (strcmp(mode, "nearest") == 0)
+        c->mode = GS_NEAREST;
+    else
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'mode' = '%s' is not supported", mode);
+    if (strcmp(pad, "zeros") == 0)
+        c->pad = GS_ZEROS;
+    else if (strcmp(pad, "border") == 0)
+        c->pad = GS_BORDER;
+    else if (strcmp(pad, "reflection") == 0)
+        c->pad = GS_REFLECTION;
+    else
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'padding_mode' = '%s' is not supported", pad);
+    int64_t ac = reel_ir_attr_int(n, "align_corners", 0);
+    if (ac != 0 && ac != 1)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'align_corners' = %" G_GINT64_FORMAT " is not supported", ac);
+    c->align_corners = ac == 1;
+    return 0;
+}
+
+static int gs_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *grid = reel_op_input(g, n, 1);
+    if (!x || !grid)
+        NN_FAIL(error, REEL_EINVAL, n, "needs inputs X and Grid");
+    if (x->dtype != REEL_DTYPE_FLOAT32 || grid->dtype != REEL_DTYPE_FLOAT32)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported");
+    gs_cfg c;
+    int err = gs_config(n, g->opset, &c, error);
+    if (err)
+        return err;
+    if ((x->rank >= 0 && x->rank != 4) || (grid->rank >= 0 && grid->rank != 4))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only 2-D sampling (X and Grid of rank 4) is supported");
+    if (grid->rank == 4 && grid->dims[3] >= 0 && grid->dims[3] != 2)
+        NN_FAIL(error, REEL_EINVAL, n, "Grid's last dim must be 2, not %" G_GINT64_FORMAT, grid->dims[3]);
+    if (x->rank == 4 && grid->rank == 4 && x->dims[0] >= 0 && grid->dims[0] >= 0 && x->dims[0] != grid->dims[0])
+        NN_FAIL(error, REEL_EINVAL, n, "X and Grid have different batch sizes");
+    int64_t od[4] = { x->rank == 4 ? x->dims[0] : REEL_DIM_UNKNOWN, x->rank == 4 ? x->dims[1] : REEL_DIM_UNKNOWN,
+                      grid->rank == 4 ? grid->dims[1] : REEL_DIM_UNKNOWN,
+                      grid->rank == 4 ? grid->dims[2] : REEL_DIM_UNKNOWN };
+    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, 4, od);
+    return 0;
+}
+
+// x reflected into [lo, hi] (repeatedly, as a mirror image would be).
+static double gs_reflect(double x, double lo, double hi)
+{
+    double range = hi - lo;
+    if (range <= 0)
+        return lo;
+    if (x < lo) {
+        double dx = lo - x, k = floor(dx / range), r = dx - k * range;
+        return fmod(k, 2.0) == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        double dx = x - hi, k = floor(dx / range), r = dx - k * range;
+        return fmod(k, 2.0) == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+// One image plane and how it pads.
+typedef struct gs_plane {
+    const float *p;
+    int64_t H, W;
+    const gs_cfg *c;
+    double lo[2], hi[2];    // the reflection bounds of x and y
+} gs_plane;
+
+static float gs_pixel(const gs_plane *s, int64_t y, int64_t x)
+{
+    if (s->c->pad == GS_ZEROS) {
+        if (x < 0 || x >= s->W || y < 0 || y >= s->H)
+            return 0.0f;
+    } else if (s->c->pad == GS_REFLECTION) {
+        x = (int64_t)gs_reflect((double)x, s->lo[0], s->hi[0]);
+        y = (int64_t)gs_reflect((double)y, s->lo[1], s->hi[1]);
+    }
+    x = CLAMP(x, 0, s->W - 1);
+    y = CLAMP(y, 0, s->H - 1);
+    return s->p[y * s->W + x];
+}
+
+// Bicubic weights (A = -0.75) of the four taps around a point t past the
+// second one.
+static void gs_cubic_weights(double t, double w[4])
+{
+    const double A = -0.75;
+    double t1 = t + 1, t2 = 1 - t, t3 = 2 - t;
+    w[0] = ((A * t1 - 5 * A) * t1 + 8 * A) * t1 - 4 * A;
+    w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+    w[2] = ((A + 2) * t2 - (A + 3)) * t2 * t2 + 1;
+    w[3] = ((A * t3 - 5 * A) * t3 + 8 * A) * t3 - 4 * A;
+}
+
+static float gs_sample(const gs_plane *s, double x, double y)
+{
+    switch (s->c->mode) {
+    case GS_NEAREST:
+        return gs_pixel(s, (int64_t)y, (int64_t)x);
+    case GS_LINEAR: {
+        double x0 = floor(x), y0 = floor(y), fx = x - x0, fy = y - y0;
+        int64_t ix = (int64_t)x0, iy = (int64_t)y0;
+        return (float)((1 - fy) * ((1 - fx) * gs_pixel(s, iy, ix) + fx * gs_pixel(s, iy, ix + 1)) +
+                       fy * ((1 - fx) * gs_pixel(s, iy + 1, ix) + fx * gs_pixel(s, iy + 1, ix + 1)));
+    }
+    case GS_CUBIC: {
+        double x0 = floor(x), y0 = floor(y), wx[4], wy[4], sum = 0;
+        gs_cubic_weights(x - x0, wx);
+        gs_cubic_weights(y - y0, wy);
+        int64_t ix = (int64_t)x0 - 1, iy = (int64_t)y0 - 1;
+        for (int j = 0; j < 4; j++) {
+            double row = 0;
+            for (int i = 0; i < 4; i++)
+                row += wx[i] * gs_pixel(s, iy + j, ix + i);
+            sum += wy[j] * row;
+        }
+        return (float)sum;
+    }
+    }
+    return 0.0f;
+}
+
+// A normalized coordinate in pixels, padded when it falls outside.
+static double gs_coord(const gs_plane *s, float v, int64_t size, int axis)
+{
+    double x = s->c->align_corners ? (v + 1.0) / 2.0 * (double)(size - 1) : ((v + 1.0) * (double)size - 1.0) / 2.0;
+    if (s->c->mode == GS_NEAREST)
+        x = nearbyint(x); // halves to even, as numpy's rint
+    if (x < s->lo[axis] || x > s->hi[axis]) {
+        if (s->c->pad == GS_BORDER)
+            x = CLAMP(x, 0.0, (double)(size - 1));
+        else if (s->c->pad == GS_REFLECTION)
+            x = gs_reflect(x, s->lo[axis], s->hi[axis]);
+    }
+    // Far outside (or NaN), every tap is padding: keep the casts to
+    // integers defined.
+    if (!(x >= -4.0))
+        x = -4.0;
+    if (x > (double)size + 4.0)
+        x = (double)size + 4.0;
+    return x;
+}
+
+static int gs_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
+{
+    gs_cfg c;
+    if (gs_config(n, ctx->opset, &c, NULL))
+        return REEL_EINVAL;
+    const reel_tensor *x = in[0], *grid = in[1];
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    int64_t Ho = grid->shape[1], Wo = grid->shape[2];
+    float *y = out[0]->data;
+    if (H == 0 || W == 0) { // zeros pads every tap to 0; the others have no pixel to repeat
+        if (c.pad != GS_ZEROS)
+            return REEL_EINVAL;
+        memset(y, 0, out[0]->nbytes);
+        return 0;
+    }
+    double off = c.align_corners ? 0.0 : 0.5;
+    gs_plane s = { .H = H, .W = W, .c = &c, .lo = { -off, -off },
+                   .hi = { (double)(W - 1) + off, (double)(H - 1) + off } };
+    for (int64_t b = 0; b < N; b++) {
+        const float *gd = (const float *)grid->data + b * Ho * Wo * 2;
+        for (int64_t ch = 0; ch < C; ch++) {
+            s.p = (const float *)x->data + (b * C + ch) * H * W;
+            float *yp = y + (b * C + ch) * Ho * Wo;
+            for (int64_t k = 0; k < Ho * Wo; k++) {
+                double px = gs_coord(&s, gd[2 * k], W, 0), py = gs_coord(&s, gd[2 * k + 1], H, 1);
+                yp[k] = gs_sample(&s, px, py);
+            }
+        }
+    }
+    return 0;
+}
+
+static const reel_op op_gridsample = { "GridSample", gs_infer, NULL, gs_run };
+
+// ---- RoiAlign: each region of interest (x1, y1, x2, y2, scaled by
+// spatial_scale) cut into output_height x output_width bins, each the
+// average (or max) of a grid of bilinear samples.
+
+typedef struct roi_cfg {
+    bool max;            // mode max (else avg)
+    bool half_pixel;     // coordinates shifted by half a pixel
+    int64_t oh, ow, ratio;
+    float scale;
+} roi_cfg;
+
+static int roi_config(const reel_ir_node *n, int opset, roi_cfg *c, GError **error)
+{
+    const char *mode = reel_ir_attr_string(n, "mode", "avg");
+    if (strcmp(mode, "avg") != 0 && strcmp(mode, "max") != 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'mode' = '%s' is not supported", mode);
+    c->max = strcmp(mode, "max") == 0;
+    // Before opset 16 the coordinates were those of output_half_pixel.
+    const char *ctm = reel_ir_attr_string(n, "coordinate_transformation_mode",
+                                          opset >= 16 ? "half_pixel" : "output_half_pixel");
+    if (strcmp(ctm, "half_pixel") != 0 && strcmp(ctm, "output_half_pixel") != 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'coordinate_transformation_mode' = '%s' is not supported", ctm);
+    c->half_pixel = strcmp(ctm, "half_pixel") == 0;
+    c->oh = reel_ir_attr_int(n, "output_height", 1);
+    c->ow = reel_ir_attr_int(n, "output_width", 1);
+    c->ratio = reel_ir_attr_int(n, "sampling_ratio", 0);
+    c->scale = reel_ir_attr_float(n, "spatial_scale", 1.0f);
+    if (c->oh < 1 || c->ow < 1)
+        NN_FAIL(error, REEL_EINVAL, n, "output_height and output_width must be positive");
+    if (c->ratio < 0)
+        NN_FAIL(error, REEL_EINVAL, n, "attribute 'sampling_ratio' = %" G_GINT64_FORMAT " is negative", c->ratio);
+    return 0;
+}
+
+static int roi_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *rois = reel_op_input(g, n, 1), *bi = reel_op_input(g, n, 2);
+    if (!x || !rois || !bi)
+        NN_FAIL(error, REEL_EINVAL, n, "needs inputs X, rois and batch_indices");
+    if (x->dtype != REEL_DTYPE_FLOAT32 || rois->dtype != REEL_DTYPE_FLOAT32)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "X and rois: only float32 tensors are supported");
+    if (bi->dtype != REEL_DTYPE_INT64)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "batch_indices must be int64, not %s", reel_dtype_name(bi->dtype));
+    roi_cfg c;
+    int err = roi_config(n, g->opset, &c, error);
+    if (err)
+        return err;
+    if ((x->rank >= 0 && x->rank != 4) || (rois->rank >= 0 && rois->rank != 2) || (bi->rank >= 0 && bi->rank != 1))
+        NN_FAIL(error, REEL_EINVAL, n, "X, rois and batch_indices must have ranks 4, 2 and 1");
+    if (rois->rank == 2 && rois->dims[1] >= 0 && rois->dims[1] != 4)
+        NN_FAIL(error, REEL_EINVAL, n, "rois must have 4 columns, not %" G_GINT64_FORMAT, rois->dims[1]);
+    int64_t R = rois->rank == 2 ? rois->dims[0] : REEL_DIM_UNKNOWN;
+    if (bi->rank == 1 && R >= 0 && bi->dims[0] >= 0 && bi->dims[0] != R)
+        NN_FAIL(error, REEL_EINVAL, n, "rois has %" G_GINT64_FORMAT " rows but batch_indices %" G_GINT64_FORMAT, R,
+                bi->dims[0]);
+    int64_t od[4] = { R, x->rank == 4 ? x->dims[1] : REEL_DIM_UNKNOWN, c.oh, c.ow };
+    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, 4, od);
+    return 0;
+}
+
+// One bilinear sample: the four pixels' offsets and weights (all 0 outside).
+typedef struct roi_tap {
+    int64_t o[4];
+    float w[4];
+} roi_tap;
+
+static roi_tap roi_sample_at(double y, double x, int64_t H, int64_t W)
+{
+    roi_tap t = { { 0 }, { 0 } };
+    if (y < -1.0 || y > (double)H || x < -1.0 || x > (double)W || H == 0 || W == 0)
+        return t;
+    y = MAX(y, 0.0);
+    x = MAX(x, 0.0);
+    int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1 = y0 + 1, x1 = x0 + 1;
+    if (y0 >= H - 1)
+        y0 = y1 = H - 1, y = (double)y0;
+    if (x0 >= W - 1)
+        x0 = x1 = W - 1, x = (double)x0;
+    double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
+    t.o[0] = y0 * W + x0, t.o[1] = y0 * W + x1, t.o[2] = y1 * W + x0, t.o[3] = y1 * W + x1;
+    t.w[0] = (float)(hy * hx), t.w[1] = (float)(hy * lx), t.w[2] = (float)(ly * hx), t.w[3] = (float)(ly * lx);
+    return t;
+}
+
+// Samples per bin along one axis: sampling_ratio, else about one per pixel
+// (bounded, and 0 for an empty or NaN extent).
+static int64_t roi_grid(const roi_cfg *c, double extent, int64_t bins)
+{
+    if (c->ratio > 0)
+        return c->ratio;
+    double k = ceil(extent / (double)bins);
+    return k >= 1 ? (k < 1e6 ? (int64_t)k : 1000000) : 0;
+}
+
+// The bins of one region over every channel; acc holds C sums. Each sample's
+// taps are found once and applied to every channel.
+static void roi_region(const roi_cfg *c, const float *roi, const float *X, int64_t C, int64_t H, int64_t W, float *Y,
+                       double *acc)
+{
+    double off = c->half_pixel ? 0.5 : 0.0;
+    double x0 = roi[0] * c->scale - off, y0 = roi[1] * c->scale - off;
+    double rw = roi[2] * c->scale - off - x0, rh = roi[3] * c->scale - off - y0;
+    if (!c->half_pixel) { // the legacy mode keeps regions at least a pixel wide
+        rw = MAX(rw, 1.0);
+        rh = MAX(rh, 1.0);
+    }
+    double bh = rh / (double)c->oh, bw = rw / (double)c->ow;
+    int64_t gh = roi_grid(c, rh, c->oh), gw = roi_grid(c, rw, c->ow), bins = c->oh * c->ow;
+    double count = (double)MAX(gh * gw, 1);
+    for (int64_t ph = 0; ph < c->oh; ph++)
+        for (int64_t pw = 0; pw < c->ow; pw++) {
+            for (int64_t ch = 0; ch < C; ch++)
+                acc[ch] = 0;
+            for (int64_t iy = 0; iy < gh; iy++)
+                for (int64_t ix = 0; ix < gw; ix++) {
+                    double y = y0 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                    double x = x0 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                    roi_tap t = roi_sample_at(y, x, H, W);
+                    bool first = iy == 0 && ix == 0;
+                    for (int64_t ch = 0; ch < C; ch++) {
+                        const float *p = X + ch * H * W;
+                        if (c->max) { // ONNX's max: of the weighted taps
+                            double m = t.w[0] * p[t.o[0]];
+                            for (int k = 1; k < 4; k++)
+                                m = MAX(m, (double)(t.w[k] * p[t.o[k]]));
+                            acc[ch] = first ? m : MAX(acc[ch], m);
+                        } else
+                            acc[ch] += t.w[0] * p[t.o[0]] + t.w[1] * p[t.o[1]] + t.w[2] * p[t.o[2]] +
+                                       t.w[3] * p[t.o[3]];
+                    }
+                }
+            for (int64_t ch = 0; ch < C; ch++)
+                Y[ch * bins + ph * c->ow + pw] = (float)(c->max ? acc[ch] : acc[ch] / count);
+        }
+}
+
+static int roi_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
+{
+    roi_cfg c;
+    if (roi_config(n, ctx->opset, &c, NULL))
+        return REEL_EINVAL;
+    const reel_tensor *x = in[0], *rois = in[1];
+    const int64_t *bi = in[2]->data;
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3], R = rois->shape[0];
+    if (in[2]->shape[0] != R)
+        return REEL_EINVAL;
+    for (int64_t r = 0; r < R; r++)
+        if (bi[r] < 0 || bi[r] >= N)
+            return REEL_EINVAL;
+    double *acc = g_try_new(double, MAX(C, 1));
+    if (!acc)
+        return REEL_ENOMEM;
+    for (int64_t r = 0; r < R; r++)
+        roi_region(&c, (const float *)rois->data + 4 * r, (const float *)x->data + bi[r] * C * H * W, C, H, W,
+                   (float *)out[0]->data + r * C * c.oh * c.ow, acc);
+    g_free(acc);
+    return 0;
+}
+
+static const reel_op op_roialign = { "RoiAlign", roi_infer, NULL, roi_run };
 
 const reel_op *const reel_ops_roi[] = {
+    &op_gridsample,
+    &op_roialign,
     NULL,
 };
