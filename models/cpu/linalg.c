@@ -184,7 +184,7 @@ static int ein_parse(const reel_ir_node *n, int n_in, const int *ranks, int64_t 
         s = comma + 1;
     }
     if (i != n_in - 1)
-        NN_FAIL(error, REEL_EINVAL, n, "equation has %d terms for %d inputs", i + 1, n_in);
+        NN_FAIL(error, REEL_EINVAL, n, "equation has %d term(s) for %d inputs", i + 1, n_in);
     int count[EIN_LABELS] = { 0 };
     for (i = 0; i < n_in; i++) {
         int err = assign_input(n, p, i, terms[i], k[i], E, dims[i], error);
