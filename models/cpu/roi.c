@@ -1,5 +1,5 @@
 // NonMaxSuppression, RoiAlign, GridSample, MaxUnpool.
-// Here: RoiAlign and GridSample over NCHW float32 images.
+// Here: RoiAlign, GridSample and MaxUnpool over NC... float32 images.
 #include "models/cpu/nn.h"
 
 // ---- GridSample (2-D): every output pixel samples X at the normalized
@@ -363,7 +363,112 @@ static int roi_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *c
 
 static const reel_op op_roialign = { "RoiAlign", roi_infer, NULL, roi_run };
 
+// ---- MaxUnpool: X's values put back where MaxPool's Indices (flat offsets
+// in the unpooled tensor) say, zeros elsewhere. The unpooled shape comes
+// from kernel, strides and pads; a larger output_shape pads it at the end
+// of each dim (as ONNX's reference does), offsets keeping their coordinates.
+
+// The unpooled dims of X (rank dims, spatial ones from the attributes).
+static int unpool_dims(const reel_ir_node *n, int rank, const int64_t *x, int64_t *dims, GError **error)
+{
+    int sp = rank - 2, nk, ns, np;
+    const int64_t *k = reel_ir_attr_ints(n, "kernel_shape", &nk), *s = reel_ir_attr_ints(n, "strides", &ns);
+    const int64_t *p = reel_ir_attr_ints(n, "pads", &np);
+    if (nk != sp)
+        NN_FAIL(error, REEL_EINVAL, n, "attribute 'kernel_shape' needs %d values, not %d", sp, nk);
+    if ((s && ns != sp) || (p && np != 2 * sp))
+        NN_FAIL(error, REEL_EINVAL, n, "attributes 'strides' and 'pads' need %d and %d values", sp, 2 * sp);
+    dims[0] = x[0], dims[1] = x[1];
+    for (int i = 0; i < sp; i++) {
+        int64_t st = s ? s[i] : 1, pb = p ? p[i] : 0, pe = p ? p[sp + i] : 0;
+        if (k[i] < 1 || st < 1 || pb < 0 || pe < 0)
+            NN_FAIL(error, REEL_EINVAL, n, "kernel_shape, strides and pads must be positive");
+        int64_t in = x[2 + i];
+        dims[2 + i] = in < 0 ? REEL_DIM_UNKNOWN : (in - 1) * st + k[i] - pb - pe;
+        if (in >= 0 && dims[2 + i] < 0)
+            NN_FAIL(error, REEL_EINVAL, n, "pads leave spatial dim %d negative", i);
+    }
+    return 0;
+}
+
+static int unpool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *x = reel_op_input(g, n, 0), *idx = reel_op_input(g, n, 1), *os = reel_op_input(g, n, 2);
+    if (!x || !idx)
+        NN_FAIL(error, REEL_EINVAL, n, "needs inputs X and I");
+    if (x->dtype != REEL_DTYPE_FLOAT32)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "X: only float32 tensors are supported");
+    if (idx->dtype != REEL_DTYPE_INT64 || (os && os->dtype != REEL_DTYPE_INT64))
+        NN_FAIL(error, REEL_EINVAL, n, "I and output_shape must be int64");
+    if (x->rank < 0) {
+        nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, -1, NULL);
+        return 0;
+    }
+    if (x->rank < 3)
+        NN_FAIL(error, REEL_EINVAL, n, "X must have rank 3 or more, not %d", x->rank);
+    if (idx->rank >= 0 && idx->rank != x->rank)
+        NN_FAIL(error, REEL_EINVAL, n, "I must have X's shape");
+    int64_t dims[REEL_TENSOR_MAX_RANK];
+    int err = unpool_dims(n, x->rank, x->dims, dims, error);
+    if (err)
+        return err;
+    if (os) {
+        int64_t want[REEL_TENSOR_MAX_RANK];
+        int c = os->constant ? reel_tensor_ints(os->constant, want, REEL_TENSOR_MAX_RANK) : -1;
+        if (os->constant && c != x->rank)
+            NN_FAIL(error, REEL_EINVAL, n, "output_shape must have %d values", x->rank);
+        for (int i = 0; i < x->rank; i++) {
+            if (c < 0) {
+                dims[i] = REEL_DIM_UNKNOWN;
+                continue;
+            }
+            if (dims[i] >= 0 && (want[i] < dims[i] || (i < 2 && want[i] != dims[i])))
+                NN_FAIL(error, REEL_EINVAL, n, "output_shape dim %d is %" G_GINT64_FORMAT ", below %" G_GINT64_FORMAT,
+                        i, want[i], dims[i]);
+            dims[i] = want[i];
+        }
+    }
+    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, x->rank, dims);
+    return 0;
+}
+
+static int unpool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                      const reel_exec_ctx *ctx)
+{
+    (void)ctx;
+    const reel_tensor *x = in[0], *ix = in[1];
+    int rank = x->rank;
+    int64_t dims[REEL_TENSOR_MAX_RANK];
+    if (unpool_dims(n, rank, x->shape, dims, NULL) || ix->rank != rank ||
+        reel_tensor_count(rank, ix->shape) != reel_tensor_count(rank, x->shape))
+        return REEL_EINVAL;
+    for (int i = 0; i < rank; i++)
+        if (out[0]->shape[i] < dims[i])
+            return REEL_EINVAL;
+    int64_t total = reel_tensor_count(rank, dims), count = reel_tensor_count(rank, x->shape);
+    const float *xs = x->data;
+    const int64_t *is = ix->data;
+    float *y = out[0]->data;
+    memset(y, 0, out[0]->nbytes);
+    for (int64_t e = 0; e < count; e++) {
+        int64_t at = is[e], off = 0, scale = 1;
+        if (at < 0 || at >= total)
+            return REEL_EINVAL;
+        // The offset's coordinates in the unpooled dims, placed in the output's.
+        for (int d = rank - 1; d >= 0; d--) {
+            off += (at % dims[d]) * scale;
+            at /= dims[d];
+            scale *= out[0]->shape[d];
+        }
+        y[off] = xs[e];
+    }
+    return 0;
+}
+
+static const reel_op op_maxunpool = { "MaxUnpool", unpool_infer, NULL, unpool_run };
+
 const reel_op *const reel_ops_roi[] = {
+    &op_maxunpool,
     &op_gridsample,
     &op_roialign,
     NULL,

@@ -4,7 +4,8 @@
 // linear_before_reset, chosen activations (against a naive double
 // reference); Einsum's ellipsis broadcasting, implicit outputs, traces and
 // integers; Det of singular and batched matrices; GridSample's padding and
-// rounding; RoiAlign's max; empty tensors and the refused attributes.
+// rounding; RoiAlign's max; MaxUnpool's padded output; empty tensors and
+// the refused attributes.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,6 +67,11 @@ static void attr_str(opcall *c, const char *name, const char *v)
 static void attr_strs(opcall *c, const char *name, char **v, int n)
 {
     c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRINGS, .strings = v, .n = n };
+}
+
+static void attr_ints(opcall *c, const char *name, const int64_t *v, int n)
+{
+    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = (int64_t *)v, .n = n };
 }
 
 static void attr_floats(opcall *c, const char *name, float *v, int n)
@@ -706,6 +712,38 @@ static void roialign_max_and_refusals(void **state)
     }
 }
 
+// A 1-D unpool with padding, a larger output_shape, the failures.
+static void maxunpool_1d_and_refusals(void **state)
+{
+    (void)state;
+    const int64_t xs[] = { 1, 2, 2 }, os[] = { 3 };
+    const float x[] = { 5, 6, 7, 8 };
+    const int64_t idx[] = { 0, 2, 3, 4 }; // channel 0 at 0 and 2, channel 1 at 0 and 1 (of 3 each)
+    const int64_t shape[] = { 1, 2, 4 };
+    opcall c = { .op = "MaxUnpool", .n_out = 1, .opset = 11 };
+    const int64_t k[] = { 2 }, st[] = { 2 }, pads[] = { 0, 1 };
+    attr_ints(&c, "kernel_shape", k, 1);
+    attr_ints(&c, "strides", st, 1);
+    attr_ints(&c, "pads", pads, 2);
+    reel_tensor *in[3] = { tensor_of(REEL_DTYPE_FLOAT32, 3, xs, x), tensor_of(REEL_DTYPE_INT64, 3, xs, idx),
+                           tensor_of(REEL_DTYPE_INT64, 1, os, shape) };
+    reel_tensor *out[1];
+    assert_int_equal(call(&c, 3, in, out, NULL), 0); // unpooled length (2-1)*2+2-1 = 3, padded to 4
+    assert_int_equal(out[0]->shape[2], 4);
+    const double want[] = { 5, 0, 6, 0, 7, 8, 0, 0 };
+    expect_close(out[0], want, 8, 0);
+    reel_tensor_free(&out[0]);
+
+    const int64_t far[] = { 0, 2, 3, 6 };
+    reel_tensor *in2[2] = { tensor_of(REEL_DTYPE_FLOAT32, 3, xs, x), tensor_of(REEL_DTYPE_INT64, 3, xs, far) };
+    assert_int_equal(call(&c, 2, in2, out, NULL), REEL_EINVAL); // offset 6 is past the 2x3 elements
+
+    const int64_t small[] = { 1, 2, 2 };
+    reel_tensor *in3[3] = { tensor_of(REEL_DTYPE_FLOAT32, 3, xs, x), tensor_of(REEL_DTYPE_INT64, 3, xs, idx),
+                            tensor_of(REEL_DTYPE_INT64, 1, os, small) };
+    expect_refused(&c, 3, in3, "output_shape dim 2 is 2, below 3");
+}
+
 int main(void)
 {
     reel_blas_setup();
@@ -720,6 +758,7 @@ int main(void)
         cmocka_unit_test(det_forms),
         cmocka_unit_test(gridsample_padding_and_rounding),
         cmocka_unit_test(roialign_max_and_refusals),
+        cmocka_unit_test(maxunpool_1d_and_refusals),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     reel_workers_destroy(&pool);
