@@ -1,4 +1,6 @@
 // Einsum, Det: float32 and float64 (Einsum int32 and int64 too).
+#include <limits.h>
+
 #include "models/cpu/nn.h"
 
 #define R REEL_TENSOR_MAX_RANK
@@ -300,10 +302,153 @@ EIN_KERNEL(ein_f64, double, double)
 EIN_KERNEL(ein_i32, int32_t, int64_t)
 EIN_KERNEL(ein_i64, int64_t, int64_t)
 
+// ---- Einsum as batched GEMM: two float32 inputs without diagonals or
+// broadcast dims, every summed label in both. The labels then split into
+// batch (in A, B and the output), M (A and output), N (B and output) and K
+// (A and B); A is gathered to [batch, M, K], B to [batch, K, N], and the
+// product [batch, M, N] to the output's order.
+
+typedef struct ein_mm {
+    int nb, nm, nn, nk;
+    int batch[R], m[R], n[R], k[R];
+    int64_t B, M, N, K;
+} ein_mm;
+
+// Whether input i's labels each appear once and its dims match the sizes.
+static bool plain_input(const ein_plan *p, int i, const int64_t *shape, bool *has)
+{
+    memset(has, 0, sizeof(bool) * EIN_LABELS);
+    for (int d = 0; d < p->rank[i]; d++) {
+        int l = p->label[i][d];
+        if (has[l] || shape[d] != p->size[l])
+            return false;
+        has[l] = true;
+    }
+    return true;
+}
+
+static bool ein_as_gemm(const ein_plan *p, reel_tensor *const *in, ein_mm *g)
+{
+    bool ina[EIN_LABELS], inb[EIN_LABELS], ino[EIN_LABELS] = { false };
+    if (p->n_in != 2 || in[0]->dtype != REEL_DTYPE_FLOAT32 || !plain_input(p, 0, in[0]->shape, ina) ||
+        !plain_input(p, 1, in[1]->shape, inb))
+        return false;
+    for (int j = 0; j < p->n_out; j++)
+        ino[p->out[j]] = true;
+    *g = (ein_mm){ .B = 1, .M = 1, .N = 1, .K = 1 };
+    // Batch labels in the output's order, M and N too; K in A's order.
+    for (int j = 0; j < p->n_out; j++) {
+        int l = p->out[j];
+        if (ina[l] && inb[l])
+            g->batch[g->nb++] = l, g->B *= p->size[l];
+        else if (ina[l])
+            g->m[g->nm++] = l, g->M *= p->size[l];
+        else
+            g->n[g->nn++] = l, g->N *= p->size[l];
+    }
+    for (int d = 0; d < p->rank[0]; d++) {
+        int l = p->label[0][d];
+        if (!ino[l] && !inb[l])
+            return false; // summed in A alone
+        if (!ino[l])
+            g->k[g->nk++] = l, g->K *= p->size[l];
+    }
+    for (int d = 0; d < p->rank[1]; d++) {
+        int l = p->label[1][d];
+        if (!ino[l] && !ina[l])
+            return false; // summed in B alone
+    }
+    return g->M <= INT_MAX && g->N <= INT_MAX && g->K <= INT_MAX;
+}
+
+// dst (contiguous, labels order[0..n) with sizes from p) from src whose
+// stride per label is st.
+static void gather(const ein_plan *p, const float *src, const int64_t *st, const int *order, int n, float *dst)
+{
+    int64_t total = 1, idx[R] = { 0 }, off = 0;
+    for (int j = 0; j < n; j++)
+        total *= p->size[order[j]];
+    for (int64_t e = 0; e < total; e++) {
+        dst[e] = src[off];
+        for (int j = n - 1; j >= 0; j--) {
+            int l = order[j];
+            off += st[l];
+            if (++idx[j] < p->size[l])
+                break;
+            off -= st[l] * p->size[l];
+            idx[j] = 0;
+        }
+    }
+}
+
+// Strides per label of a contiguous buffer holding `parts` label lists in turn.
+static void contiguous_strides(const ein_plan *p, const int *const *lists, const int *counts, int parts, int64_t *st)
+{
+    memset(st, 0, sizeof(int64_t) * EIN_LABELS);
+    int64_t s = 1;
+    for (int q = parts - 1; q >= 0; q--)
+        for (int j = counts[q] - 1; j >= 0; j--) {
+            st[lists[q][j]] = s;
+            s *= p->size[lists[q][j]];
+        }
+}
+
+typedef struct ein_batch_job {
+    const float *a, *b;
+    float *c;
+    int64_t M, N, K;
+} ein_batch_job;
+
+static void ein_batch_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const ein_batch_job *j = arg;
+    nn_sgemm(false, false, (int)j->M, (int)j->N, (int)j->K, 1, j->a + task * j->M * j->K, (int)j->K,
+             j->b + task * j->K * j->N, (int)j->N, 0, j->c + task * j->M * j->N, (int)j->N);
+}
+
+static int ein_gemm(const ein_plan *p, const ein_mm *g, int64_t (*st)[EIN_LABELS], reel_tensor *const *in,
+                    reel_tensor *out, const reel_exec_ctx *ctx)
+{
+    size_t na = (size_t)(g->B * g->M * g->K), nb = (size_t)(g->B * g->K * g->N), nc = (size_t)(g->B * g->M * g->N);
+    float *a = g_try_new(float, na + 1), *b = g_try_new(float, nb + 1), *c = g_try_new(float, nc + 1);
+    if (!a || !b || !c) {
+        g_free(a), g_free(b), g_free(c);
+        return REEL_ENOMEM;
+    }
+    int order[3 * R];
+    int n = 0;
+    const int *alists[] = { g->batch, g->m, g->k }, acounts[] = { g->nb, g->nm, g->nk };
+    const int *blists[] = { g->batch, g->k, g->n }, bcounts[] = { g->nb, g->nk, g->nn };
+    for (int q = 0; q < 3; q++)
+        for (int j = 0; j < acounts[q]; j++)
+            order[n++] = alists[q][j];
+    gather(p, in[0]->data, st[0], order, n, a);
+    n = 0;
+    for (int q = 0; q < 3; q++)
+        for (int j = 0; j < bcounts[q]; j++)
+            order[n++] = blists[q][j];
+    gather(p, in[1]->data, st[1], order, n, b);
+    ein_batch_job j = { a, b, c, g->M, g->N, g->K };
+    int threads = ctx->workers ? ctx->threads : 1;
+    // Many small products: one per task; else each product split itself.
+    if (g->B >= threads && (double)g->M * g->N * g->K < 1e6 && g->B <= INT_MAX)
+        nn_parallel(ctx, (int)g->B, ein_batch_task, &j);
+    else
+        for (int64_t t = 0; t < g->B; t++)
+            nn_sgemm_parallel(ctx, false, false, (int)g->M, (int)g->N, (int)g->K, 1, a + t * g->M * g->K, (int)g->K,
+                              b + t * g->K * g->N, (int)g->N, 0, c + t * g->M * g->N, (int)g->N);
+    int64_t cst[EIN_LABELS];
+    const int *clists[] = { g->batch, g->m, g->n }, ccounts[] = { g->nb, g->nm, g->nn };
+    contiguous_strides(p, clists, ccounts, 3, cst);
+    gather(p, c, cst, p->out, p->n_out, out->data);
+    g_free(a), g_free(b), g_free(c);
+    return 0;
+}
+
 static int einsum_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
                       const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     int ranks[EIN_MAX_IN];
     int64_t dims[EIN_MAX_IN][R];
     const void *src[EIN_MAX_IN];
@@ -324,6 +469,9 @@ static int einsum_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
         out_count *= p.size[p.out[j]];
     for (int k = 0; k < p.n_sum; k++)
         sum_count *= p.size[p.sum[k]];
+    ein_mm g;
+    if (out_count > 0 && ein_as_gemm(&p, in, &g))
+        return ein_gemm(&p, &g, st, in, out[0], ctx);
     switch (out[0]->dtype) {
     case REEL_DTYPE_FLOAT32: ein_f32(&p, st, src, out[0]->data, out_count, sum_count); break;
     case REEL_DTYPE_FLOAT64: ein_f64(&p, st, src, out[0]->data, out_count, sum_count); break;
