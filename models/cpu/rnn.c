@@ -485,6 +485,22 @@ static void project_inputs(const rnn_cfg *c, const rnn_dims *d, const float *X, 
             m->xw[r * GH + k] += m->bias[k];
 }
 
+// The time index batch entry b works on at `step`; -1 once its sequence
+// has ended. Backwards, a sequence starts at its own last step.
+static int64_t step_of(const rnn_dims *d, const int32_t *lens, int64_t b, int64_t step, bool backwards)
+{
+    int64_t len = lens ? lens[b] : d->T;
+    if (step >= len)
+        return -1;
+    return backwards ? len - 1 - step : step;
+}
+
+// The input projection of batch entry b at time t (rows in X's order).
+static const float *xw_row(const rnn_cfg *c, const rnn_dims *d, const rnn_mem *m, int64_t b, int64_t t)
+{
+    return m->xw + (c->layout ? b * d->T + t : t * d->B + b) * d->GH;
+}
+
 // Runs direction dir over every step; h and cs end as the final states.
 static void run_direction(const rnn_cfg *c, const rnn_dims *d, int dir, const reel_ir_node *n, reel_tensor *const *in,
                           float *Y, const int32_t *lens, rnn_mem *m, const reel_exec_ctx *ctx)
@@ -507,39 +523,40 @@ static void run_direction(const rnn_cfg *c, const rnn_dims *d, int dir, const re
     }
     bool backwards = c->reverse || dir == 1;
     // Without reset first, the GRU candidate's GEMM waits for r: the first
-    // takes R's z and r rows only.
+    // takes R's z and r rows only, the second (r (.) h) Rh^T.
     bool split = c->cell == CELL_GRU && !c->lbr;
-    int64_t cols = split ? 2 * H : GH;
     for (int64_t step = 0; step < d->T; step++) {
-        nn_sgemm_parallel(ctx, false, true, (int)B, (int)cols, (int)H, 1, m->h, (int)H, s.R, (int)H, 0, m->g,
-                          (int)GH);
-        for (int phase = 0; phase < (split ? 2 : 1); phase++) {
-            if (phase == 1)
-                nn_sgemm_parallel(ctx, false, true, (int)B, (int)H, (int)H, 1, m->rh, (int)H, s.R + 2 * H * H, (int)H,
-                                  0, m->g + 2 * H, (int)GH);
+        nn_sgemm_parallel(ctx, false, true, (int)B, (int)(split ? 2 * H : GH), (int)H, 1, m->h, (int)H, s.R, (int)H,
+                          0, m->g, (int)GH);
+        if (split) {
             for (int64_t b = 0; b < B; b++) {
-                int64_t len = lens ? lens[b] : d->T;
-                float *g = m->g + b * GH, *h = m->h + b * H;
-                if (step >= len) { // this sequence has ended: its state stays
-                    memset(m->rh + b * H, 0, sizeof(float) * (size_t)H);
-                    continue;
-                }
-                int64_t t = backwards ? len - 1 - step : step;
-                const float *xw = m->xw + (c->layout ? b * d->T + t : t * B + b) * GH;
-                if (c->cell == CELL_RNN)
-                    rnn_step(&s, xw, g, h);
-                else if (c->cell == CELL_LSTM)
-                    lstm_step(&s, xw, g, h, m->cs + b * H);
-                else if (split && phase == 0)
-                    gru_gates(&s, xw, g, h, m->rh + b * H);
-                else {
-                    if (!split)
-                        gru_gates(&s, xw, g, h, NULL);
-                    gru_update(&s, xw, g, h);
-                }
-                if (Y && (!split || phase == 1))
-                    memcpy(Y + y_at(c, d, t, dir, b), h, sizeof(float) * (size_t)H);
+                float *rh = m->rh + b * H;
+                if (step_of(d, lens, b, step, backwards) < 0)
+                    memset(rh, 0, sizeof(float) * (size_t)H); // a sequence that has ended
+                else
+                    gru_gates(&s, xw_row(c, d, m, b, step_of(d, lens, b, step, backwards)), m->g + b * GH,
+                              m->h + b * H, rh);
             }
+            nn_sgemm_parallel(ctx, false, true, (int)B, (int)H, (int)H, 1, m->rh, (int)H, s.R + 2 * H * H, (int)H, 0,
+                              m->g + 2 * H, (int)GH);
+        }
+        for (int64_t b = 0; b < B; b++) {
+            int64_t t = step_of(d, lens, b, step, backwards);
+            if (t < 0)
+                continue; // an ended sequence keeps its state
+            const float *xw = xw_row(c, d, m, b, t);
+            float *g = m->g + b * GH, *h = m->h + b * H;
+            if (c->cell == CELL_RNN)
+                rnn_step(&s, xw, g, h);
+            else if (c->cell == CELL_LSTM)
+                lstm_step(&s, xw, g, h, m->cs + b * H);
+            else {
+                if (!split)
+                    gru_gates(&s, xw, g, h, NULL);
+                gru_update(&s, xw, g, h);
+            }
+            if (Y)
+                memcpy(Y + y_at(c, d, t, dir, b), h, sizeof(float) * (size_t)H);
         }
     }
 }
