@@ -1,5 +1,7 @@
 // NonMaxSuppression, RoiAlign, GridSample, MaxUnpool.
 // Here: RoiAlign, GridSample and MaxUnpool over NC... float32 images.
+#include <limits.h>
+
 #include "models/cpu/nn.h"
 
 // ---- GridSample (2-D): every output pixel samples X at the normalized
@@ -85,26 +87,26 @@ static double gs_reflect(double x, double lo, double hi)
     return x;
 }
 
-// One image plane and how it pads.
+// The image's size and how it pads.
 typedef struct gs_plane {
-    const float *p;
     int64_t H, W;
     const gs_cfg *c;
     double lo[2], hi[2];    // the reflection bounds of x and y
 } gs_plane;
 
-static float gs_pixel(const gs_plane *s, int64_t y, int64_t x)
+// The offset of pixel (y, x) after padding; -1 for a zero.
+static int64_t gs_index(const gs_plane *s, int64_t y, int64_t x)
 {
     if (s->c->pad == GS_ZEROS) {
         if (x < 0 || x >= s->W || y < 0 || y >= s->H)
-            return 0.0f;
+            return -1;
     } else if (s->c->pad == GS_REFLECTION) {
         x = (int64_t)gs_reflect((double)x, s->lo[0], s->hi[0]);
         y = (int64_t)gs_reflect((double)y, s->lo[1], s->hi[1]);
     }
     x = CLAMP(x, 0, s->W - 1);
     y = CLAMP(y, 0, s->H - 1);
-    return s->p[y * s->W + x];
+    return y * s->W + x;
 }
 
 // Bicubic weights (A = -0.75) of the four taps around a point t past the
@@ -119,32 +121,34 @@ static void gs_cubic_weights(double t, double w[4])
     w[3] = ((A * t3 - 5 * A) * t3 + 8 * A) * t3 - 4 * A;
 }
 
-static float gs_sample(const gs_plane *s, double x, double y)
+static int gs_taps_per_pixel(const gs_cfg *c)
 {
-    switch (s->c->mode) {
-    case GS_NEAREST:
-        return gs_pixel(s, (int64_t)y, (int64_t)x);
-    case GS_LINEAR: {
-        double x0 = floor(x), y0 = floor(y), fx = x - x0, fy = y - y0;
-        int64_t ix = (int64_t)x0, iy = (int64_t)y0;
-        return (float)((1 - fy) * ((1 - fx) * gs_pixel(s, iy, ix) + fx * gs_pixel(s, iy, ix + 1)) +
-                       fy * ((1 - fx) * gs_pixel(s, iy + 1, ix) + fx * gs_pixel(s, iy + 1, ix + 1)));
+    return c->mode == GS_NEAREST ? 1 : c->mode == GS_LINEAR ? 4 : 16;
+}
+
+// The taps (offsets, -1 for zeros, and weights) of the sample at pixel
+// coordinates (x, y).
+static void gs_taps(const gs_plane *s, double x, double y, int64_t *off, float *w)
+{
+    if (s->c->mode == GS_NEAREST) {
+        off[0] = gs_index(s, (int64_t)y, (int64_t)x);
+        w[0] = 1.0f;
+        return;
     }
-    case GS_CUBIC: {
-        double x0 = floor(x), y0 = floor(y), wx[4], wy[4], sum = 0;
+    double x0 = floor(x), y0 = floor(y), wx[4], wy[4];
+    int n = s->c->mode == GS_LINEAR ? 2 : 4;
+    if (n == 2) {
+        wx[0] = 1 - (x - x0), wx[1] = x - x0, wy[0] = 1 - (y - y0), wy[1] = y - y0;
+    } else {
         gs_cubic_weights(x - x0, wx);
         gs_cubic_weights(y - y0, wy);
-        int64_t ix = (int64_t)x0 - 1, iy = (int64_t)y0 - 1;
-        for (int j = 0; j < 4; j++) {
-            double row = 0;
-            for (int i = 0; i < 4; i++)
-                row += wx[i] * gs_pixel(s, iy + j, ix + i);
-            sum += wy[j] * row;
+    }
+    int64_t ix = (int64_t)x0 - (n == 4), iy = (int64_t)y0 - (n == 4);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            off[j * n + i] = gs_index(s, iy + j, ix + i);
+            w[j * n + i] = (float)(wy[j] * wx[i]);
         }
-        return (float)sum;
-    }
-    }
-    return 0.0f;
 }
 
 // A normalized coordinate in pixels, padded when it falls outside.
@@ -168,6 +172,49 @@ static double gs_coord(const gs_plane *s, float v, int64_t size, int axis)
     return x;
 }
 
+// One image of the batch: the taps of every output pixel are found once
+// (tasks over chunks of pixels), then applied to every channel (tasks over
+// channel and chunk).
+typedef struct gs_job {
+    const gs_plane *s;
+    const float *grid, *x;     // this image's
+    float *y;
+    int64_t *off;
+    float *w;
+    int64_t pixels, chunk, chunks, C;
+    int per;
+} gs_job;
+
+enum { GS_CHUNK = 4096 };
+
+static void gs_taps_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const gs_job *j = arg;
+    int64_t k0 = task * j->chunk, k1 = MIN(j->pixels, k0 + j->chunk);
+    for (int64_t k = k0; k < k1; k++) {
+        double px = gs_coord(j->s, j->grid[2 * k], j->s->W, 0), py = gs_coord(j->s, j->grid[2 * k + 1], j->s->H, 1);
+        gs_taps(j->s, px, py, j->off + k * j->per, j->w + k * j->per);
+    }
+}
+
+static void gs_apply_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const gs_job *j = arg;
+    int64_t ch = task / j->chunks, k0 = (task % j->chunks) * j->chunk, k1 = MIN(j->pixels, k0 + j->chunk);
+    const float *p = j->x + ch * j->s->H * j->s->W;
+    float *y = j->y + ch * j->pixels;
+    for (int64_t k = k0; k < k1; k++) {
+        const int64_t *off = j->off + k * j->per;
+        const float *w = j->w + k * j->per;
+        float acc = 0;
+        for (int t = 0; t < j->per; t++)
+            acc += off[t] >= 0 ? w[t] * p[off[t]] : 0.0f;
+        y[k] = acc;
+    }
+}
+
 static int gs_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     gs_cfg c;
@@ -175,7 +222,7 @@ static int gs_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *co
         return REEL_EINVAL;
     const reel_tensor *x = in[0], *grid = in[1];
     int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
-    int64_t Ho = grid->shape[1], Wo = grid->shape[2];
+    int64_t pixels = grid->shape[1] * grid->shape[2];
     float *y = out[0]->data;
     if (H == 0 || W == 0) { // zeros pads every tap to 0; the others have no pixel to repeat
         if (c.pad != GS_ZEROS)
@@ -183,20 +230,30 @@ static int gs_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *co
         memset(y, 0, out[0]->nbytes);
         return 0;
     }
-    double off = c.align_corners ? 0.0 : 0.5;
-    gs_plane s = { .H = H, .W = W, .c = &c, .lo = { -off, -off },
-                   .hi = { (double)(W - 1) + off, (double)(H - 1) + off } };
-    for (int64_t b = 0; b < N; b++) {
-        const float *gd = (const float *)grid->data + b * Ho * Wo * 2;
-        for (int64_t ch = 0; ch < C; ch++) {
-            s.p = (const float *)x->data + (b * C + ch) * H * W;
-            float *yp = y + (b * C + ch) * Ho * Wo;
-            for (int64_t k = 0; k < Ho * Wo; k++) {
-                double px = gs_coord(&s, gd[2 * k], W, 0), py = gs_coord(&s, gd[2 * k + 1], H, 1);
-                yp[k] = gs_sample(&s, px, py);
-            }
-        }
+    if (pixels == 0 || C == 0)
+        return 0;
+    double half = c.align_corners ? 0.0 : 0.5;
+    gs_plane s = { .H = H, .W = W, .c = &c, .lo = { -half, -half },
+                   .hi = { (double)(W - 1) + half, (double)(H - 1) + half } };
+    int per = gs_taps_per_pixel(&c);
+    gs_job j = { .s = &s, .pixels = pixels, .chunk = GS_CHUNK, .chunks = (pixels + GS_CHUNK - 1) / GS_CHUNK, .C = C,
+                 .per = per };
+    if (j.chunks * C > INT_MAX)
+        return REEL_EINVAL;
+    j.off = g_try_new(int64_t, (size_t)(pixels * per));
+    j.w = g_try_new(float, (size_t)(pixels * per));
+    if (!j.off || !j.w) {
+        g_free(j.off), g_free(j.w);
+        return REEL_ENOMEM;
     }
+    for (int64_t b = 0; b < N; b++) {
+        j.grid = (const float *)grid->data + b * pixels * 2;
+        j.x = (const float *)x->data + b * C * H * W;
+        j.y = y + b * C * pixels;
+        nn_parallel(ctx, (int)j.chunks, gs_taps_task, &j);
+        nn_parallel(ctx, (int)(j.chunks * C), gs_apply_task, &j);
+    }
+    g_free(j.off), g_free(j.w);
     return 0;
 }
 

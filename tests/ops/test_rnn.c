@@ -818,6 +818,17 @@ static void timing(void **state)
         reel_tensor_free(&out[0]);
     }
     printf("Einsum bhqd,bhkd->bhqk 1x8x64x64 on two workers: %.3f ms (best of 3)\n", best);
+
+    const int64_t is[] = { 1, 32, 128, 128 }, gs[] = { 1, 128, 128, 2 };
+    opcall gsc = { .op = "GridSample", .n_out = 1, .opset = 16 };
+    best = INFINITY;
+    for (int rep = 0; rep < 3; rep++) {
+        reel_tensor *xg[2] = { random_tensor(4, is, 7, -1, 1), random_tensor(4, gs, 8, -1.1f, 1.1f) };
+        assert_int_equal(call(&gsc, 2, xg, out, NULL), 0);
+        best = MIN(best, last_ms);
+        reel_tensor_free(&out[0]);
+    }
+    printf("GridSample bilinear 1x32x128x128 on two workers: %.3f ms (best of 3)\n", best);
 }
 
 int main(void)
