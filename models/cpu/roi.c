@@ -395,6 +395,24 @@ static void roi_region(const roi_cfg *c, const float *roi, const float *X, int64
         }
 }
 
+// Regions over the workers, each worker with its own sums.
+typedef struct roi_job {
+    const roi_cfg *c;
+    const float *rois, *x;
+    const int64_t *bi;
+    float *y;
+    double *acc;          // [threads][C]
+    int64_t C, H, W;
+} roi_job;
+
+static void roi_task(void *arg, int task, int worker)
+{
+    const roi_job *j = arg;
+    int64_t r = task, C = j->C, plane = j->H * j->W;
+    roi_region(j->c, j->rois + 4 * r, j->x + j->bi[r] * C * plane, C, j->H, j->W,
+               j->y + r * C * j->c->oh * j->c->ow, j->acc + (size_t)worker * (size_t)MAX(C, 1));
+}
+
 static int roi_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     roi_cfg c;
@@ -402,19 +420,20 @@ static int roi_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *c
         return REEL_EINVAL;
     const reel_tensor *x = in[0], *rois = in[1];
     const int64_t *bi = in[2]->data;
-    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3], R = rois->shape[0];
-    if (in[2]->shape[0] != R)
+    int64_t N = x->shape[0], C = x->shape[1], R = rois->shape[0];
+    if (in[2]->shape[0] != R || R > INT_MAX)
         return REEL_EINVAL;
     for (int64_t r = 0; r < R; r++)
         if (bi[r] < 0 || bi[r] >= N)
             return REEL_EINVAL;
-    double *acc = g_try_new(double, MAX(C, 1));
-    if (!acc)
+    int threads = ctx->workers ? ctx->threads : 1;
+    roi_job j = { .c = &c, .rois = rois->data, .x = x->data, .bi = bi, .y = out[0]->data, .C = C,
+                  .H = x->shape[2], .W = x->shape[3] };
+    j.acc = g_try_new(double, (size_t)threads * (size_t)MAX(C, 1));
+    if (!j.acc)
         return REEL_ENOMEM;
-    for (int64_t r = 0; r < R; r++)
-        roi_region(&c, (const float *)rois->data + 4 * r, (const float *)x->data + bi[r] * C * H * W, C, H, W,
-                   (float *)out[0]->data + r * C * c.oh * c.ow, acc);
-    g_free(acc);
+    nn_parallel(ctx, (int)R, roi_task, &j);
+    g_free(j.acc);
     return 0;
 }
 
