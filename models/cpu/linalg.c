@@ -120,6 +120,8 @@ static int parse_output(const reel_ir_node *n, ein_plan *p, const char *rhs, int
     int k = parse_term(rhs, strlen(rhs), term, R + 1, &ellipsis);
     if (k < 0)
         NN_FAIL(error, REEL_EINVAL, n, "equation: output '%s' is malformed", rhs);
+    if (E > 0 && !ellipsis) // numpy refuses it too: the ellipsis dims would have no place
+        NN_FAIL(error, REEL_EINVAL, n, "equation: output '%s' needs '...' for the inputs' ellipsis dims", rhs);
     bool seen[EIN_LABELS] = { false };
     for (int j = 0; j < k; j++) {
         int l = term[j];

@@ -559,6 +559,7 @@ static void einsum_forms(void **state)
         { "ij,jk->iz", "output label 'z' is in no input" },
         { "ij,j#->ik", "term 1" },
         { "ij->", "for 2 inputs" },
+        { "i...,...j->ij", "needs '...'" },
     };
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
         const int64_t a2[] = { 3, 4 }, b2[] = { 4, 2 };
