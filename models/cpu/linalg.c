@@ -264,34 +264,44 @@ static void ein_strides(const ein_plan *p, int i, const int64_t *shape, int64_t 
     }
 }
 
-// The general loop, per element type and accumulator.
+// The general loop over output elements [o0, o1), per element type and
+// accumulator (a split of the outputs across the workers).
+typedef struct ein_job {
+    const ein_plan *p;
+    int64_t (*st)[EIN_LABELS];
+    const void *const *src;
+    void *dst;
+    int64_t out_count, sum_count, per_task;
+    void (*kernel)(const struct ein_job *j, int64_t o0, int64_t o1);
+} ein_job;
+
 #define EIN_KERNEL(NAME, T, ACC)                                                                                      \
-    static void NAME(const ein_plan *p, int64_t (*st)[EIN_LABELS], const void *const *src, void *dst,              \
-                     int64_t out_count, int64_t sum_count)                                                          \
+    static void NAME(const ein_job *j, int64_t o0, int64_t o1)                                                      \
     {                                                                                                               \
-        T *y = dst;                                                                                                 \
-        for (int64_t o = 0; o < out_count; o++) {                                                                   \
+        const ein_plan *p = j->p;                                                                                   \
+        T *y = j->dst;                                                                                              \
+        for (int64_t o = o0; o < o1; o++) {                                                                         \
             int64_t off[EIN_MAX_IN] = { 0 }, rem = o, idx[EIN_LABELS] = { 0 };                                     \
-            for (int j = p->n_out - 1; j >= 0; j--) {                                                              \
-                int64_t sz = p->size[p->out[j]], v = rem % sz;                                                     \
+            for (int d = p->n_out - 1; d >= 0; d--) {                                                              \
+                int64_t sz = p->size[p->out[d]], v = rem % sz;                                                     \
                 rem /= sz;                                                                                          \
                 for (int i = 0; i < p->n_in; i++)                                                                   \
-                    off[i] += v * st[i][p->out[j]];                                                                \
+                    off[i] += v * j->st[i][p->out[d]];                                                             \
             }                                                                                                       \
             ACC acc = 0;                                                                                            \
-            for (int64_t s = 0; s < sum_count; s++) {                                                               \
+            for (int64_t s = 0; s < j->sum_count; s++) {                                                            \
                 ACC prod = 1;                                                                                       \
                 for (int i = 0; i < p->n_in; i++)                                                                   \
-                    prod *= (ACC)((const T *)src[i])[off[i]];                                                      \
+                    prod *= (ACC)((const T *)j->src[i])[off[i]];                                                   \
                 acc += prod;                                                                                        \
                 for (int k = p->n_sum - 1; k >= 0; k--) {                                                          \
                     int l = p->sum[k];                                                                              \
                     for (int i = 0; i < p->n_in; i++)                                                               \
-                        off[i] += st[i][l];                                                                         \
+                        off[i] += j->st[i][l];                                                                      \
                     if (++idx[k] < p->size[l])                                                                      \
                         break;                                                                                      \
                     for (int i = 0; i < p->n_in; i++)                                                               \
-                        off[i] -= st[i][l] * p->size[l];                                                           \
+                        off[i] -= j->st[i][l] * p->size[l];                                                        \
                     idx[k] = 0;                                                                                     \
                 }                                                                                                   \
             }                                                                                                       \
@@ -303,6 +313,14 @@ EIN_KERNEL(ein_f32, float, double)
 EIN_KERNEL(ein_f64, double, double)
 EIN_KERNEL(ein_i32, int32_t, int64_t)
 EIN_KERNEL(ein_i64, int64_t, int64_t)
+
+static void ein_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const ein_job *j = arg;
+    int64_t o0 = task * j->per_task;
+    j->kernel(j, o0, MIN(j->out_count, o0 + j->per_task));
+}
 
 // ---- Einsum as batched GEMM: two float32 inputs without diagonals or
 // broadcast dims, every summed label in both. The labels then split into
@@ -474,13 +492,24 @@ static int einsum_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     ein_mm g;
     if (out_count > 0 && ein_as_gemm(&p, in, &g))
         return ein_gemm(&p, &g, st, in, out[0], ctx);
+    ein_job j = { &p, st, src, out[0]->data, out_count, sum_count, 0, NULL };
     switch (out[0]->dtype) {
-    case REEL_DTYPE_FLOAT32: ein_f32(&p, st, src, out[0]->data, out_count, sum_count); break;
-    case REEL_DTYPE_FLOAT64: ein_f64(&p, st, src, out[0]->data, out_count, sum_count); break;
-    case REEL_DTYPE_INT32: ein_i32(&p, st, src, out[0]->data, out_count, sum_count); break;
-    case REEL_DTYPE_INT64: ein_i64(&p, st, src, out[0]->data, out_count, sum_count); break;
+    case REEL_DTYPE_FLOAT32: j.kernel = ein_f32; break;
+    case REEL_DTYPE_FLOAT64: j.kernel = ein_f64; break;
+    case REEL_DTYPE_INT32: j.kernel = ein_i32; break;
+    case REEL_DTYPE_INT64: j.kernel = ein_i64; break;
     default: return REEL_EUNSUPPORTED;
     }
+    if (out_count == 0)
+        return 0;
+    // Tasks of some 64k multiply-adds, a few per worker at most.
+    int threads = ctx->workers ? ctx->threads : 1;
+    int64_t per = MAX(1, 65536 / MAX(1, sum_count));
+    j.per_task = MAX(per, (out_count + 4 * threads - 1) / (4 * threads));
+    int64_t tasks = (out_count + j.per_task - 1) / j.per_task;
+    if (tasks > INT_MAX)
+        return REEL_EINVAL;
+    nn_parallel(ctx, (int)tasks, ein_task, &j);
     return 0;
 }
 
