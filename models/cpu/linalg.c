@@ -126,9 +126,10 @@ static int parse_output(const reel_ir_node *n, ein_plan *p, const char *rhs, int
     for (int j = 0; j < k; j++) {
         int l = term[j];
         if (l < 0) {
+            if (p->n_out + E > R)
+                NN_FAIL(error, REEL_EUNSUPPORTED, n, "equation: output rank above %d", R);
             for (int m = 0; m < E; m++)
-                if (p->n_out < R)
-                    p->out[p->n_out++] = EIN_LETTERS + m;
+                p->out[p->n_out++] = EIN_LETTERS + m;
             continue;
         }
         if (!count[l] || seen[l])
@@ -167,7 +168,7 @@ static int ein_parse(const reel_ir_node *n, int n_in, const int *ranks, int64_t 
     *p = (ein_plan){ .n_in = n_in };
     for (int l = 0; l < EIN_LABELS; l++)
         p->size[l] = -2;
-    // Split the inputs' terms; the widest ellipsis first.
+    // The inputs' terms; E: the most dims an ellipsis stands for.
     int terms[EIN_MAX_IN][R + 1], k[EIN_MAX_IN], E = 0, i = 0;
     for (char *s = buf;; i++) {
         char *comma = strchr(s, ',');
