@@ -1,5 +1,4 @@
-// NonMaxSuppression, RoiAlign, GridSample, MaxUnpool.
-// Here: RoiAlign, GridSample and MaxUnpool over NC... float32 images.
+// RoiAlign, GridSample, MaxUnpool: over N, C, spatial... float32 tensors.
 #include <limits.h>
 
 #include "models/cpu/nn.h"
