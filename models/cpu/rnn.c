@@ -259,9 +259,9 @@ static rnn_dims dims_of(const rnn_cfg *c, reel_tensor *const *in)
     return d;
 }
 
-// Scratch, in floats: the input projections of every step [T*B, GH], the
-// per-step gates [B, GH], the summed biases [GH], the states h, c and r (.) h
-// [B, H] each.
+// Scratch per direction, in floats: the input projections of every step
+// [T*B, GH], the per-step gates [B, GH], the summed biases [GH], the states
+// h, c and r (.) h [B, H] each.
 static size_t scratch_floats(const rnn_dims *d)
 {
     return (size_t)(d->T * d->B * d->GH + d->B * d->GH + d->GH + 3 * d->B * d->H);
@@ -273,7 +273,7 @@ static size_t rnn_scratch(const reel_ir_node *n, cell_kind cell, reel_tensor *co
     if (rnn_config(n, cell, &c, NULL))
         return 0;
     rnn_dims d = dims_of(&c, in);
-    return sizeof(float) * scratch_floats(&d);
+    return sizeof(float) * scratch_floats(&d) * (size_t)c.dirs;
 }
 
 static size_t rnn_scratch_rnn(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
@@ -501,64 +501,98 @@ static const float *xw_row(const rnn_cfg *c, const rnn_dims *d, const rnn_mem *m
     return m->xw + (c->layout ? b * d->T + t : t * d->B + b) * d->GH;
 }
 
-// Runs direction dir over every step; h and cs end as the final states.
-static void run_direction(const rnn_cfg *c, const rnn_dims *d, int dir, const reel_ir_node *n, reel_tensor *const *in,
-                          float *Y, const int32_t *lens, rnn_mem *m, const reel_exec_ctx *ctx)
+// One direction's inputs and memory.
+typedef struct rnn_pass {
+    rnn_dir s;
+    rnn_mem m;
+    int dir;
+    bool backwards;
+} rnn_pass;
+
+// Direction dir's projections of every step and its initial states.
+static void start_direction(const rnn_cfg *c, const rnn_dims *d, int dir, const reel_ir_node *n,
+                            reel_tensor *const *in, rnn_pass *ps, const reel_exec_ctx *ctx)
 {
-    int64_t H = d->H, GH = d->GH, B = d->B;
+    int64_t H = d->H, GH = d->GH;
     const float *W = (const float *)in[1]->data + dir * GH * d->I, *Bias = opt_data(n, in, 3);
     const float *h0 = opt_data(n, in, 5), *c0 = opt_data(n, in, 6), *P = opt_data(n, in, 7);
-    rnn_dir s = { .c = c, .act = c->act[dir], .R = (const float *)in[2]->data + dir * GH * H, .H = H,
-                  .P = P ? P + dir * 3 * H : NULL };
+    ps->dir = dir;
+    ps->backwards = c->reverse || dir == 1;
+    ps->s = (rnn_dir){ .c = c, .act = c->act[dir], .R = (const float *)in[2]->data + dir * GH * H, .H = H,
+                       .P = P ? P + dir * 3 * H : NULL };
     if (Bias)
         Bias += dir * 2 * GH;
     if (c->lbr && Bias)
-        s.rbh = Bias + GH + 2 * H;
-    project_inputs(c, d, in[0]->data, W, Bias, m, ctx);
-    for (int64_t b = 0; b < B; b++) {
+        ps->s.rbh = Bias + GH + 2 * H;
+    project_inputs(c, d, in[0]->data, W, Bias, &ps->m, ctx);
+    for (int64_t b = 0; b < d->B; b++)
         for (int64_t i = 0; i < H; i++) {
-            m->h[b * H + i] = h0 ? h0[state_at(c, d, dir, b) + i] : 0.0f;
-            m->cs[b * H + i] = c0 ? c0[state_at(c, d, dir, b) + i] : 0.0f;
+            ps->m.h[b * H + i] = h0 ? h0[state_at(c, d, dir, b) + i] : 0.0f;
+            ps->m.cs[b * H + i] = c0 ? c0[state_at(c, d, dir, b) + i] : 0.0f;
         }
-    }
-    bool backwards = c->reverse || dir == 1;
+}
+
+// Runs one direction's steps; h and cs end as the final states.
+static void run_steps(const rnn_cfg *c, const rnn_dims *d, const rnn_pass *ps, float *Y, const int32_t *lens,
+                      const reel_exec_ctx *ctx)
+{
+    int64_t H = d->H, GH = d->GH, B = d->B;
+    const rnn_dir *s = &ps->s;
+    const rnn_mem *m = &ps->m;
     // Without reset first, the GRU candidate's GEMM waits for r: the first
     // takes R's z and r rows only, the second (r (.) h) Rh^T.
     bool split = c->cell == CELL_GRU && !c->lbr;
     for (int64_t step = 0; step < d->T; step++) {
-        nn_sgemm_parallel(ctx, false, true, (int)B, (int)(split ? 2 * H : GH), (int)H, 1, m->h, (int)H, s.R, (int)H,
+        nn_sgemm_parallel(ctx, false, true, (int)B, (int)(split ? 2 * H : GH), (int)H, 1, m->h, (int)H, s->R, (int)H,
                           0, m->g, (int)GH);
         if (split) {
             for (int64_t b = 0; b < B; b++) {
                 float *rh = m->rh + b * H;
-                if (step_of(d, lens, b, step, backwards) < 0)
+                int64_t t = step_of(d, lens, b, step, ps->backwards);
+                if (t < 0)
                     memset(rh, 0, sizeof(float) * (size_t)H); // a sequence that has ended
                 else
-                    gru_gates(&s, xw_row(c, d, m, b, step_of(d, lens, b, step, backwards)), m->g + b * GH,
-                              m->h + b * H, rh);
+                    gru_gates(s, xw_row(c, d, m, b, t), m->g + b * GH, m->h + b * H, rh);
             }
-            nn_sgemm_parallel(ctx, false, true, (int)B, (int)H, (int)H, 1, m->rh, (int)H, s.R + 2 * H * H, (int)H, 0,
-                              m->g + 2 * H, (int)GH);
+            nn_sgemm_parallel(ctx, false, true, (int)B, (int)H, (int)H, 1, m->rh, (int)H, s->R + 2 * H * H, (int)H,
+                              0, m->g + 2 * H, (int)GH);
         }
         for (int64_t b = 0; b < B; b++) {
-            int64_t t = step_of(d, lens, b, step, backwards);
+            int64_t t = step_of(d, lens, b, step, ps->backwards);
             if (t < 0)
                 continue; // an ended sequence keeps its state
             const float *xw = xw_row(c, d, m, b, t);
             float *g = m->g + b * GH, *h = m->h + b * H;
             if (c->cell == CELL_RNN)
-                rnn_step(&s, xw, g, h);
+                rnn_step(s, xw, g, h);
             else if (c->cell == CELL_LSTM)
-                lstm_step(&s, xw, g, h, m->cs + b * H);
+                lstm_step(s, xw, g, h, m->cs + b * H);
             else {
                 if (!split)
-                    gru_gates(&s, xw, g, h, NULL);
-                gru_update(&s, xw, g, h);
+                    gru_gates(s, xw, g, h, NULL);
+                gru_update(s, xw, g, h);
             }
             if (Y)
-                memcpy(Y + y_at(c, d, t, dir, b), h, sizeof(float) * (size_t)H);
+                memcpy(Y + y_at(c, d, t, ps->dir, b), h, sizeof(float) * (size_t)H);
         }
     }
+}
+
+// Both directions at once, one on each of two workers.
+typedef struct rnn_both {
+    const rnn_cfg *c;
+    const rnn_dims *d;
+    const rnn_pass *ps;
+    float *Y;
+    const int32_t *lens;
+} rnn_both;
+
+static void both_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const rnn_both *j = arg;
+    reel_exec_ctx one = { .threads = 1 };
+    run_steps(j->c, j->d, &j->ps[task], j->Y, j->lens, &one);
 }
 
 static int rnn_run(const reel_ir_node *n, cell_kind cell, reel_tensor *const *in, reel_tensor *const *out,
@@ -577,24 +611,38 @@ static int rnn_run(const reel_ir_node *n, cell_kind cell, reel_tensor *const *in
         memset(Y, 0, out[0]->nbytes);
     if (scratch_floats(&d) == 0) // no batch or no hidden units: nothing to compute
         return 0;
-    if (ctx->scratch_size < sizeof(float) * scratch_floats(&d))
+    if (ctx->scratch_size < sizeof(float) * scratch_floats(&d) * (size_t)c.dirs)
         return REEL_EINVAL;
+    rnn_pass ps[2];
     float *p = ctx->scratch;
-    rnn_mem m = { .xw = p };
-    m.g = m.xw + d.T * d.B * d.GH;
-    m.bias = m.g + d.B * d.GH;
-    m.h = m.bias + d.GH;
-    m.cs = m.h + d.B * d.H;
-    m.rh = m.cs + d.B * d.H;
     for (int dir = 0; dir < c.dirs; dir++) {
-        run_direction(&c, &d, dir, n, in, Y, lens, &m, ctx);
+        rnn_mem *m = &ps[dir].m;
+        m->xw = p;
+        m->g = m->xw + d.T * d.B * d.GH;
+        m->bias = m->g + d.B * d.GH;
+        m->h = m->bias + d.GH;
+        m->cs = m->h + d.B * d.H;
+        m->rh = m->cs + d.B * d.H;
+        p = m->rh + d.B * d.H;
+        start_direction(&c, &d, dir, n, in, &ps[dir], ctx);
+    }
+    // The steps are a chain of small GEMMs: two directions on two workers
+    // beat each step split over both, unless the steps are large and there
+    // are more workers to split them over.
+    int threads = ctx->workers ? ctx->threads : 1;
+    if (c.dirs == 2 && threads >= 2 && (threads == 2 || (double)d.B * d.GH * d.H < 1e6)) {
+        rnn_both j = { &c, &d, ps, Y, lens };
+        nn_parallel(ctx, 2, both_task, &j);
+    } else
+        for (int dir = 0; dir < c.dirs; dir++)
+            run_steps(&c, &d, &ps[dir], Y, lens, ctx);
+    for (int dir = 0; dir < c.dirs; dir++)
         for (int64_t b = 0; b < d.B; b++) {
             if (Yh)
-                memcpy(Yh + state_at(&c, &d, dir, b), m.h + b * d.H, sizeof(float) * (size_t)d.H);
+                memcpy(Yh + state_at(&c, &d, dir, b), ps[dir].m.h + b * d.H, sizeof(float) * (size_t)d.H);
             if (Yc)
-                memcpy(Yc + state_at(&c, &d, dir, b), m.cs + b * d.H, sizeof(float) * (size_t)d.H);
+                memcpy(Yc + state_at(&c, &d, dir, b), ps[dir].m.cs + b * d.H, sizeof(float) * (size_t)d.H);
         }
-    }
     return 0;
 }
 
