@@ -95,10 +95,12 @@ static int parse_activations(const reel_ir_node *n, rnn_cfg *c, GError **error)
                 c->n_act * c->dirs);
     const float *alpha = attr_floats(n, "activation_alpha", &n_alpha);
     const float *beta = attr_floats(n, "activation_beta", &n_beta);
+    // A single list for both directions (or the defaults) is parsed once.
+    bool shared = !attr || count == c->n_act;
     int ai = 0, bi = 0;
-    for (int d = 0; d < c->dirs; d++)
+    for (int d = 0; d < (shared ? 1 : c->dirs); d++)
         for (int k = 0; k < c->n_act; k++) {
-            const char *name = attr ? names[(count == c->n_act ? 0 : d * c->n_act) + k] : defaults[c->cell][k];
+            const char *name = attr ? names[d * c->n_act + k] : defaults[c->cell][k];
             int t = find_act(name);
             if (t < 0)
                 NN_FAIL(error, REEL_EUNSUPPORTED, n, "activation '%s' is not supported", name);
@@ -107,6 +109,8 @@ static int parse_activations(const reel_ir_node *n, rnn_cfg *c, GError **error)
             a->alpha = act_table[t].uses_alpha && ai < n_alpha ? alpha[ai++] : act_table[t].alpha;
             a->beta = act_table[t].uses_beta && bi < n_beta ? beta[bi++] : act_table[t].beta;
         }
+    if (shared)
+        memcpy(c->act[1], c->act[0], sizeof c->act[0]);
     return 0;
 }
 

@@ -391,6 +391,21 @@ static void rnn_activations_and_omitted_y(void **state)
     assert_null(out[0]);
     expect_close(out[1], Yh, 2 * B * H, 1e-5);
     free_all(out, 2);
+
+    // One list for both directions: its alpha for both too.
+    reel_tensor *in2[3] = { random_tensor(3, xs, 21, -2, 2), random_tensor(3, ws, 22, -1, 1),
+                            random_tensor(3, rs, 23, -1, 1) };
+    r.X = in2[0]->data, r.W = in2[1]->data, r.R = in2[2]->data; // the first inputs went with their graph
+    r.leaky[1] = 0.3;
+    reference(&r);
+    opcall one = { .op = "RNN", .n_out = 2 };
+    attr_str(&one, "direction", "bidirectional");
+    attr_strs(&one, "activations", acts, 1);
+    attr_floats(&one, "activation_alpha", alpha, 1);
+    assert_int_equal(call(&one, 3, in2, out, NULL), 0);
+    expect_close(out[0], Y, T * 2 * B * H, 1e-5);
+    expect_close(out[1], Yh, 2 * B * H, 1e-5);
+    free_all(out, 2);
 }
 
 // No batch: empty outputs. No steps: Y empty, Y_h the initial state.
