@@ -3,8 +3,8 @@
 
 #include "models/cpu/nn.h"
 
-// ---- GridSample (2-D): every output pixel samples X at the normalized
-// (x, y) in [-1, 1] that Grid holds for it. Follows ONNX's reference: the
+// ---- GridSample (1 to 3 spatial dims): every output pixel samples X at
+// the normalized (x, y, z) in [-1, 1] that Grid holds for it. Follows ONNX's reference: the
 // coordinate is padded (border: clamped, reflection: reflected) when it lies
 // outside the image, then each tap of the interpolation is padded too.
 
@@ -45,6 +45,8 @@ static int gs_config(const reel_ir_node *n, int opset, gs_cfg *c, GError **error
     return 0;
 }
 
+enum { GS_MAX_SP = 3 }; // spatial dims: 2 before opset 20, 1 to 3 since
+
 static int gs_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 {
     reel_ir_value *x = reel_op_input(g, n, 0), *grid = reel_op_input(g, n, 1);
@@ -56,16 +58,27 @@ static int gs_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     int err = gs_config(n, g->opset, &c, error);
     if (err)
         return err;
-    if ((x->rank >= 0 && x->rank != 4) || (grid->rank >= 0 && grid->rank != 4))
-        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only 2-D sampling (X and Grid of rank 4) is supported");
-    if (grid->rank == 4 && grid->dims[3] >= 0 && grid->dims[3] != 2)
-        NN_FAIL(error, REEL_EINVAL, n, "Grid's last dim must be 2, not %" G_GINT64_FORMAT, grid->dims[3]);
-    if (x->rank == 4 && grid->rank == 4 && x->dims[0] >= 0 && grid->dims[0] >= 0 && x->dims[0] != grid->dims[0])
+    int rank = x->rank >= 0 ? x->rank : grid->rank;
+    if (rank < 0) {
+        nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, -1, NULL);
+        return 0;
+    }
+    int lo = g->opset >= 20 ? 3 : 4, hi = g->opset >= 20 ? GS_MAX_SP + 2 : 4;
+    if (rank < lo || rank > hi || (x->rank >= 0 && grid->rank >= 0 && x->rank != grid->rank))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "X and Grid must have the same rank, %d to %d (not %d and %d)", lo, hi,
+                x->rank, grid->rank);
+    int sp = rank - 2;
+    if (grid->rank >= 0 && grid->dims[sp + 1] >= 0 && grid->dims[sp + 1] != sp)
+        NN_FAIL(error, REEL_EINVAL, n, "Grid's last dim must be %d, not %" G_GINT64_FORMAT, sp, grid->dims[sp + 1]);
+    if (x->rank >= 0 && grid->rank >= 0 && x->dims[0] >= 0 && grid->dims[0] >= 0 && x->dims[0] != grid->dims[0])
         NN_FAIL(error, REEL_EINVAL, n, "X and Grid have different batch sizes");
-    int64_t od[4] = { x->rank == 4 ? x->dims[0] : REEL_DIM_UNKNOWN, x->rank == 4 ? x->dims[1] : REEL_DIM_UNKNOWN,
-                      grid->rank == 4 ? grid->dims[1] : REEL_DIM_UNKNOWN,
-                      grid->rank == 4 ? grid->dims[2] : REEL_DIM_UNKNOWN };
-    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, 4, od);
+    // [N, C, the grid's spatial dims]
+    int64_t od[GS_MAX_SP + 2];
+    od[0] = x->rank >= 0 ? x->dims[0] : REEL_DIM_UNKNOWN;
+    od[1] = x->rank >= 0 ? x->dims[1] : REEL_DIM_UNKNOWN;
+    for (int a = 0; a < sp; a++)
+        od[2 + a] = grid->rank >= 0 ? grid->dims[1 + a] : REEL_DIM_UNKNOWN;
+    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, rank, od);
     return 0;
 }
 
@@ -86,26 +99,27 @@ static double gs_reflect(double x, double lo, double hi)
     return x;
 }
 
-// The image's size and how it pads.
+// The image's spatial dims (outermost first: D, H, W) and how it pads.
 typedef struct gs_plane {
-    int64_t H, W;
+    int sp;
+    int64_t size[GS_MAX_SP], plane;
     const gs_cfg *c;
-    double lo[2], hi[2];    // the reflection bounds of x and y
+    double lo[GS_MAX_SP], hi[GS_MAX_SP]; // the reflection bounds per dim
 } gs_plane;
 
-// The offset of pixel (y, x) after padding; -1 for a zero.
-static int64_t gs_index(const gs_plane *s, int64_t y, int64_t x)
+// The offset of the pixel at[0..sp) after padding; -1 for a zero.
+static int64_t gs_index(const gs_plane *s, const int64_t *at)
 {
-    if (s->c->pad == GS_ZEROS) {
-        if (x < 0 || x >= s->W || y < 0 || y >= s->H)
+    int64_t off = 0;
+    for (int a = 0; a < s->sp; a++) {
+        int64_t v = at[a];
+        if (s->c->pad == GS_ZEROS && (v < 0 || v >= s->size[a]))
             return -1;
-    } else if (s->c->pad == GS_REFLECTION) {
-        x = (int64_t)gs_reflect((double)x, s->lo[0], s->hi[0]);
-        y = (int64_t)gs_reflect((double)y, s->lo[1], s->hi[1]);
+        if (s->c->pad == GS_REFLECTION)
+            v = (int64_t)gs_reflect((double)v, s->lo[a], s->hi[a]);
+        off = off * s->size[a] + CLAMP(v, 0, s->size[a] - 1);
     }
-    x = CLAMP(x, 0, s->W - 1);
-    y = CLAMP(y, 0, s->H - 1);
-    return y * s->W + x;
+    return off;
 }
 
 // Bicubic weights (A = -0.75) of the four taps around a point t past the
@@ -120,54 +134,70 @@ static void gs_cubic_weights(double t, double w[4])
     w[3] = ((A * t3 - 5 * A) * t3 + 8 * A) * t3 - 4 * A;
 }
 
-static int gs_taps_per_pixel(const gs_cfg *c)
+// Taps along each dim: 1, 2 or 4.
+static int gs_taps_per_dim(const gs_cfg *c)
 {
-    return c->mode == GS_NEAREST ? 1 : c->mode == GS_LINEAR ? 4 : 16;
+    return c->mode == GS_NEAREST ? 1 : c->mode == GS_LINEAR ? 2 : 4;
+}
+
+static int gs_taps_per_pixel(const gs_cfg *c, int sp)
+{
+    int t = 1;
+    for (int a = 0; a < sp; a++)
+        t *= gs_taps_per_dim(c);
+    return t;
 }
 
 // The taps (offsets, -1 for zeros, and weights) of the sample at pixel
-// coordinates (x, y).
-static void gs_taps(const gs_plane *s, double x, double y, int64_t *off, float *w)
+// coordinates x[0..sp): every combination of each dim's taps.
+static void gs_taps(const gs_plane *s, const double *x, int64_t *off, float *w)
 {
-    if (s->c->mode == GS_NEAREST) {
-        off[0] = gs_index(s, (int64_t)y, (int64_t)x);
-        w[0] = 1.0f;
-        return;
+    int n = gs_taps_per_dim(s->c);
+    int64_t first[GS_MAX_SP];
+    double wt[GS_MAX_SP][4];
+    for (int a = 0; a < s->sp; a++) {
+        double x0 = floor(x[a]), t = x[a] - x0;
+        if (n == 1)
+            wt[a][0] = 1, x0 = x[a]; // already rounded
+        else if (n == 2)
+            wt[a][0] = 1 - t, wt[a][1] = t;
+        else
+            gs_cubic_weights(t, wt[a]);
+        first[a] = (int64_t)x0 - (n == 4);
     }
-    double x0 = floor(x), y0 = floor(y), wx[4], wy[4];
-    int n = s->c->mode == GS_LINEAR ? 2 : 4;
-    if (n == 2) {
-        wx[0] = 1 - (x - x0), wx[1] = x - x0, wy[0] = 1 - (y - y0), wy[1] = y - y0;
-    } else {
-        gs_cubic_weights(x - x0, wx);
-        gs_cubic_weights(y - y0, wy);
-    }
-    int64_t ix = (int64_t)x0 - (n == 4), iy = (int64_t)y0 - (n == 4);
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < n; i++) {
-            off[j * n + i] = gs_index(s, iy + j, ix + i);
-            w[j * n + i] = (float)(wy[j] * wx[i]);
+    int taps = gs_taps_per_pixel(s->c, s->sp);
+    for (int k = 0; k < taps; k++) {
+        int64_t at[GS_MAX_SP];
+        double wk = 1;
+        for (int a = s->sp - 1, rem = k; a >= 0; a--, rem /= n) {
+            at[a] = first[a] + rem % n;
+            wk *= wt[a][rem % n];
         }
+        off[k] = gs_index(s, at);
+        w[k] = (float)wk;
+    }
 }
 
-// A normalized coordinate in pixels, padded when it falls outside.
-static double gs_coord(const gs_plane *s, float v, int64_t size, int axis)
+// A normalized coordinate along spatial dim a in pixels, padded when it
+// falls outside.
+static double gs_coord(const gs_plane *s, float v, int a)
 {
-    double x = s->c->align_corners ? (v + 1.0) / 2.0 * (double)(size - 1) : ((v + 1.0) * (double)size - 1.0) / 2.0;
+    double size = (double)s->size[a];
+    double x = s->c->align_corners ? (v + 1.0) / 2.0 * (size - 1) : ((v + 1.0) * size - 1.0) / 2.0;
     if (s->c->mode == GS_NEAREST)
         x = nearbyint(x); // halves to even, as numpy's rint
-    if (x < s->lo[axis] || x > s->hi[axis]) {
+    if (x < s->lo[a] || x > s->hi[a]) {
         if (s->c->pad == GS_BORDER)
-            x = CLAMP(x, 0.0, (double)(size - 1));
+            x = CLAMP(x, 0.0, size - 1);
         else if (s->c->pad == GS_REFLECTION)
-            x = gs_reflect(x, s->lo[axis], s->hi[axis]);
+            x = gs_reflect(x, s->lo[a], s->hi[a]);
     }
     // Far outside (or NaN), every tap is padding: keep the casts to
     // integers defined.
     if (!(x >= -4.0))
         x = -4.0;
-    if (x > (double)size + 4.0)
-        x = (double)size + 4.0;
+    if (x > size + 4.0)
+        x = size + 4.0;
     return x;
 }
 
@@ -190,10 +220,14 @@ static void gs_taps_task(void *arg, int task, int worker)
 {
     (void)worker;
     const gs_job *j = arg;
+    int sp = j->s->sp;
     int64_t k0 = task * j->chunk, k1 = MIN(j->pixels, k0 + j->chunk);
     for (int64_t k = k0; k < k1; k++) {
-        double px = gs_coord(j->s, j->grid[2 * k], j->s->W, 0), py = gs_coord(j->s, j->grid[2 * k + 1], j->s->H, 1);
-        gs_taps(j->s, px, py, j->off + k * j->per, j->w + k * j->per);
+        // Grid holds (x, y, z): x indexes the innermost dim.
+        double at[GS_MAX_SP];
+        for (int a = 0; a < sp; a++)
+            at[a] = gs_coord(j->s, j->grid[k * sp + (sp - 1 - a)], a);
+        gs_taps(j->s, at, j->off + k * j->per, j->w + k * j->per);
     }
 }
 
@@ -202,7 +236,7 @@ static void gs_apply_task(void *arg, int task, int worker)
     (void)worker;
     const gs_job *j = arg;
     int64_t ch = task / j->chunks, k0 = (task % j->chunks) * j->chunk, k1 = MIN(j->pixels, k0 + j->chunk);
-    const float *p = j->x + ch * j->s->H * j->s->W;
+    const float *p = j->x + ch * j->s->plane;
     float *y = j->y + ch * j->pixels;
     for (int64_t k = k0; k < k1; k++) {
         const int64_t *off = j->off + k * j->per;
@@ -220,10 +254,21 @@ static int gs_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *co
     if (gs_config(n, ctx->opset, &c, NULL))
         return REEL_EINVAL;
     const reel_tensor *x = in[0], *grid = in[1];
-    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
-    int64_t pixels = grid->shape[1] * grid->shape[2];
+    int sp = x->rank - 2;
+    if (sp < 1 || sp > GS_MAX_SP || grid->rank != x->rank)
+        return REEL_EINVAL;
+    int64_t N = x->shape[0], C = x->shape[1];
+    gs_plane s = { .sp = sp, .plane = 1, .c = &c };
+    double half = c.align_corners ? 0.0 : 0.5;
+    for (int a = 0; a < sp; a++) {
+        s.size[a] = x->shape[2 + a];
+        s.plane *= s.size[a];
+        s.lo[a] = -half;
+        s.hi[a] = (double)(s.size[a] - 1) + half;
+    }
+    int64_t pixels = reel_tensor_count(sp, grid->shape + 1);
     float *y = out[0]->data;
-    if (H == 0 || W == 0) { // zeros pads every tap to 0; the others have no pixel to repeat
+    if (s.plane == 0) { // zeros pads every tap to 0; the others have no pixel to repeat
         if (c.pad != GS_ZEROS)
             return REEL_EINVAL;
         memset(y, 0, out[0]->nbytes);
@@ -231,10 +276,7 @@ static int gs_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *co
     }
     if (pixels == 0 || C == 0)
         return 0;
-    double half = c.align_corners ? 0.0 : 0.5;
-    gs_plane s = { .H = H, .W = W, .c = &c, .lo = { -half, -half },
-                   .hi = { (double)(W - 1) + half, (double)(H - 1) + half } };
-    int per = gs_taps_per_pixel(&c);
+    int per = gs_taps_per_pixel(&c, sp);
     gs_job j = { .s = &s, .pixels = pixels, .chunk = GS_CHUNK, .chunks = (pixels + GS_CHUNK - 1) / GS_CHUNK, .C = C,
                  .per = per };
     if (j.chunks * C > INT_MAX)
@@ -246,8 +288,8 @@ static int gs_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *co
         return REEL_ENOMEM;
     }
     for (int64_t b = 0; b < N; b++) {
-        j.grid = (const float *)grid->data + b * pixels * 2;
-        j.x = (const float *)x->data + b * C * H * W;
+        j.grid = (const float *)grid->data + b * pixels * sp;
+        j.x = (const float *)x->data + b * C * s.plane;
         j.y = y + b * C * pixels;
         nn_parallel(ctx, (int)j.chunks, gs_taps_task, &j);
         nn_parallel(ctx, (int)(j.chunks * C), gs_apply_task, &j);

@@ -3,8 +3,8 @@
 // reverse runs with sequence lengths, layout 1, clip, peepholes, GRU's
 // linear_before_reset, chosen activations (against a naive double
 // reference); Einsum's ellipsis broadcasting, implicit outputs, traces and
-// integers; Det of singular and batched matrices; GridSample's padding and
-// rounding; RoiAlign's max; MaxUnpool's padded output; empty tensors and
+// integers; Det of singular and batched matrices; GridSample's padding,
+// rounding, volumes and lines; RoiAlign's max; MaxUnpool's padded output; empty tensors and
 // the refused attributes.
 #include <math.h>
 #include <setjmp.h>
@@ -715,10 +715,48 @@ static void gridsample_padding_and_rounding(void **state)
         attr_str(&c, bad[i].attr, bad[i].value);
         expect_refused(&c, 2, in, bad[i].what);
     }
+    // Volumes before opset 20, and four spatial dims, refused.
     const int64_t x5[] = { 1, 1, 2, 2, 2 }, g5[] = { 1, 1, 1, 1, 3 };
     reel_tensor *in5[2] = { random_tensor(5, x5, 1, 0, 1), random_tensor(5, g5, 2, 0, 1) };
-    opcall c5 = { .op = "GridSample", .n_out = 1, .opset = 20 };
-    expect_refused(&c5, 2, in5, "only 2-D sampling");
+    opcall c5 = { .op = "GridSample", .n_out = 1, .opset = 16 };
+    expect_refused(&c5, 2, in5, "rank, 4 to 4");
+    const int64_t x6[] = { 1, 1, 2, 2, 2, 2 }, g6[] = { 1, 1, 1, 1, 1, 4 };
+    reel_tensor *in6[2] = { random_tensor(6, x6, 1, 0, 1), random_tensor(6, g6, 2, 0, 1) };
+    opcall c6 = { .op = "GridSample", .n_out = 1, .opset = 20 };
+    expect_refused(&c6, 2, in6, "rank, 3 to 5");
+}
+
+// Opset 20's other ranks: a volume (Grid's (x, y, z) index W, H, D) and a line.
+static float grid_nd(opcall *c, int rank, const int64_t *xs, const float *img, const float *at)
+{
+    int64_t gs[5] = { 1 };
+    for (int a = 1; a < rank - 1; a++)
+        gs[a] = 1;
+    gs[rank - 1] = rank - 2;
+    reel_tensor *in[2] = { tensor_of(REEL_DTYPE_FLOAT32, rank, xs, img), tensor_of(REEL_DTYPE_FLOAT32, rank, gs, at) };
+    reel_tensor *out[1];
+    assert_int_equal(call(c, 2, in, out, NULL), 0);
+    assert_int_equal(out[0]->rank, rank);
+    float v = ((float *)out[0]->data)[0];
+    reel_tensor_free(&out[0]);
+    return v;
+}
+
+static void gridsample_volume_and_line(void **state)
+{
+    (void)state;
+    const int64_t vs[] = { 1, 1, 2, 2, 2 }, ls[] = { 1, 1, 3 };
+    const float vol[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, line[] = { 1, 2, 4 };
+    opcall lin = { .op = "GridSample", .n_out = 1, .opset = 20 };
+    attr_int(&lin, "align_corners", 1);
+    const float center[] = { 0, 0, 0 }, corner[] = { 1, -1, 1 }, half[] = { 0.5f };
+    assert_float_equal(grid_nd(&lin, 5, vs, vol, center), 3.5f, 1e-6f); // the mean of all eight
+    assert_float_equal(grid_nd(&lin, 5, vs, vol, corner), 5.0f, 1e-6f); // d 1, h 0, w 1
+    assert_float_equal(grid_nd(&lin, 3, ls, line, half), 3.0f, 1e-6f);  // pixel 1.5
+    opcall near = { .op = "GridSample", .n_out = 1, .opset = 20 };
+    attr_str(&near, "mode", "nearest");
+    attr_int(&near, "align_corners", 1);
+    assert_float_equal(grid_nd(&near, 5, vs, vol, corner), 5.0f, 0);
 }
 
 static void roialign_max_and_refusals(void **state)
@@ -862,6 +900,7 @@ int main(void)
         cmocka_unit_test(einsum_gemm_path),
         cmocka_unit_test(det_forms),
         cmocka_unit_test(gridsample_padding_and_rounding),
+        cmocka_unit_test(gridsample_volume_and_line),
         cmocka_unit_test(roialign_max_and_refusals),
         cmocka_unit_test(maxunpool_1d_and_refusals),
         cmocka_unit_test(timing),
