@@ -368,6 +368,30 @@ static void gru_reverse_layout1_both_resets(void **state)
     }
 }
 
+// Both directions at once (two workers), with the reset's second GEMM.
+static void gru_bidirectional_lengths(void **state)
+{
+    (void)state;
+    const int64_t T = 6, B = 3, I = 2, H = 7;
+    const int64_t xs[] = { T, B, I }, ws[] = { 2, 3 * H, I }, rs[] = { 2, 3 * H, H }, bs[] = { 2, 6 * H },
+                  ls[] = { B };
+    const int32_t lens[] = { 6, 1, 4 };
+    reel_tensor *in[5] = { random_tensor(3, xs, 61, -2, 2), random_tensor(3, ws, 62, -1, 1),
+                           random_tensor(3, rs, 63, -1, 1), random_tensor(2, bs, 64, -1, 1),
+                           tensor_of(REEL_DTYPE_INT32, 1, ls, lens) };
+    double Y[6 * 2 * 3 * 7], Yh[2 * 3 * 7];
+    ref_io r = { .cell = REF_GRU, .D = 2, .T = T, .B = B, .I = I, .H = H, .X = in[0]->data, .W = in[1]->data,
+                 .R = in[2]->data, .Bias = in[3]->data, .lens = lens, .Y = Y, .Yh = Yh };
+    reference(&r);
+    opcall c = { .op = "GRU", .n_out = 2 };
+    attr_str(&c, "direction", "bidirectional");
+    reel_tensor *out[2];
+    assert_int_equal(call(&c, 5, in, out, NULL), 0);
+    expect_close(out[0], Y, T * 2 * B * H, 1e-5);
+    expect_close(out[1], Yh, 2 * B * H, 1e-5);
+    free_all(out, 2);
+}
+
 static void rnn_activations_and_omitted_y(void **state)
 {
     (void)state;
@@ -893,6 +917,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lstm_bidirectional_lengths_peepholes_clip),
         cmocka_unit_test(gru_reverse_layout1_both_resets),
+        cmocka_unit_test(gru_bidirectional_lengths),
         cmocka_unit_test(rnn_activations_and_omitted_y),
         cmocka_unit_test(recurrent_empty),
         cmocka_unit_test(recurrent_refusals),
