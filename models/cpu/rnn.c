@@ -2,6 +2,8 @@
 // ([seq, batch, ...]) or 1 ([batch, seq, ...]), float32. Per direction the
 // input projection X W^T (plus the biases) of every step is one GEMM; each
 // step then adds H R^T (a GEMM over the batch) and applies the gates.
+#include <limits.h>
+
 #include "models/cpu/nn.h"
 
 typedef enum act_kind {
@@ -606,6 +608,8 @@ static int rnn_run(const reel_ir_node *n, cell_kind cell, reel_tensor *const *in
     if (rnn_config(n, cell, &c, NULL))
         return REEL_EINVAL;
     rnn_dims d = dims_of(&c, in);
+    if (d.T * d.B > INT_MAX || d.GH > INT_MAX || d.I > INT_MAX) // the GEMMs' dims are ints
+        return REEL_EINVAL;
     const int32_t *lens = n->n_inputs > 4 && in[4] ? in[4]->data : NULL;
     for (int64_t b = 0; lens && b < d.B; b++)
         if (lens[b] < 0 || lens[b] > d.T)
