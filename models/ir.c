@@ -27,6 +27,7 @@ static void node_free(gpointer p)
         g_free(a->s);
         g_free(a->ints);
         g_free(a->floats);
+        g_strfreev(a->strings);
         reel_tensor_free(&a->t);
     }
     g_free(n->attrs);
@@ -152,4 +153,15 @@ int reel_tensor_ints(const reel_tensor *t, int64_t *out, int max)
             return -1;
     }
     return (int)c;
+}
+
+char *const *reel_ir_attr_strings(const reel_ir_node *n, const char *name, int *count)
+{
+    const reel_ir_attr *a = reel_ir_attr_find(n, name);
+    if (!a || a->type != REEL_ATTR_STRINGS) {
+        *count = 0;
+        return NULL;
+    }
+    *count = a->n;
+    return a->strings;
 }

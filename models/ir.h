@@ -37,6 +37,7 @@ typedef enum reel_attr_type {
     REEL_ATTR_INTS,
     REEL_ATTR_FLOATS,
     REEL_ATTR_TENSOR,
+    REEL_ATTR_STRINGS,
     REEL_ATTR_TYPE_COUNT,
 } reel_attr_type;
 
@@ -48,7 +49,8 @@ typedef struct reel_ir_attr {
     char *s;
     int64_t *ints;
     float *floats;
-    int n;                       // elements of ints/floats
+    char **strings;              // STRINGS: n strings (NULL-terminated too)
+    int n;                       // elements of ints/floats/strings
     reel_tensor *t;
 } reel_ir_attr;
 
@@ -112,6 +114,8 @@ float reel_ir_attr_float(const reel_ir_node *n, const char *name, float def);
 const char *reel_ir_attr_string(const reel_ir_node *n, const char *name, const char *def);
 // The ints of an INTS attribute (count in *n), or NULL (*n = 0) when absent.
 const int64_t *reel_ir_attr_ints(const reel_ir_node *n, const char *name, int *count);
+// The strings of a STRINGS attribute (count in *n), or NULL (*n = 0) when absent.
+char *const *reel_ir_attr_strings(const reel_ir_node *n, const char *name, int *count);
 
 
 #endif

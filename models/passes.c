@@ -101,6 +101,12 @@ static bool fold_node(reel_ir_graph *g, reel_ir_node *n, const reel_op *op)
     return ok;
 }
 
+// RNN, GRU and LSTM: Y may be omitted (models keep only Y_h).
+static bool first_output_optional(const reel_ir_node *n)
+{
+    return strcmp(n->op, "RNN") == 0 || strcmp(n->op, "GRU") == 0 || strcmp(n->op, "LSTM") == 0;
+}
+
 int reel_pass_infer_fold(reel_ir_graph *g, GHashTable *unsupported, GError **error)
 {
     // Values whose shape cannot be known because their producer was skipped.
@@ -115,8 +121,8 @@ int reel_pass_infer_fold(reel_ir_graph *g, GHashTable *unsupported, GError **err
         for (int k = 0; k < n->n_inputs && !blocked; k++)
             blocked = n->inputs[k] >= 0 && g_hash_table_contains(unknown, GINT_TO_POINTER(n->inputs[k]));
         // Every op's first output is required (later ones may be omitted);
-        // inference writes to it.
-        if (!blocked && (n->n_outputs < 1 || n->outputs[0] < 0)) {
+        // inference writes to it. The recurrent ops' infer handles any.
+        if (!blocked && (n->n_outputs < 1 || (n->outputs[0] < 0 && !first_output_optional(n)))) {
             g_set_error(error, REEL_ERROR, REEL_EFORMAT, "node '%s' (%s): its first output has no name", n->name,
                         n->op);
             rc = REEL_EFORMAT;

@@ -459,6 +459,7 @@ static int convert_attr(loader *L, const Onnx__NodeProto *np, const char *node_n
     if (!type) { // IR version 1 files leave the type out
         if (ap->n_ints) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
         else if (ap->n_floats) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+        else if (ap->n_strings) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
         else if (ap->t) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
         else if (ap->has_s) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
         else if (ap->has_f) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
@@ -490,6 +491,15 @@ static int convert_attr(loader *L, const Onnx__NodeProto *np, const char *node_n
         a->n = (int)ap->n_floats;
         a->floats = g_memdup2(ap->floats, sizeof(float) * ap->n_floats);
         break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        // RNN, GRU, LSTM's activations.
+        a->type = REEL_ATTR_STRINGS;
+        a->n = (int)ap->n_strings;
+        a->strings = g_new0(char *, ap->n_strings + 1);
+        for (size_t k = 0; k < ap->n_strings; k++)
+            a->strings[k] = ap->strings[k].data ? g_strndup((const char *)ap->strings[k].data, ap->strings[k].len)
+                                                : g_strdup("");
+        break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         a->type = REEL_ATTR_TENSOR;
         if (!ap->t) {
@@ -505,7 +515,7 @@ static int convert_attr(loader *L, const Onnx__NodeProto *np, const char *node_n
         break;
     }
     default:
-        // Graphs, strings lists, sparse tensors, type protos: no op reel runs
+        // Graphs, sparse tensors, type protos: no op reel runs
         // takes them; the nodes that do are rejected as unsupported ops.
         *skip = true;
         break;
