@@ -141,7 +141,7 @@ static int split_at_axis(const reel_ir_node *n, const reel_tensor *x, const reel
 
 // ---- QuantizeLinear
 
-#define TARGETS __attribute__((target_clones("avx2", "default")))
+#define TARGETS __attribute__((target_clones("avx512f", "avx2", "default")))
 
 // y = saturate(round_half_even(x / s) + zp): the division (not a multiply by
 // 1/s) and the rounding mode are what ONNX's reference does.
@@ -335,30 +335,49 @@ static const reel_op op_dynq = { "DynamicQuantizeLinear", dynq_infer, NULL, dynq
 
 // ---- The integer GEMM
 
-// C[M,N] = A[M,K] B[K,N] (row-major int16 operands, zero points already
-// subtracted), in column blocks so a block of C's row stays in L1 while
-// the K rows of B stream by.
-static void igemm_rows(const int16_t *restrict A, const int16_t *restrict B, int32_t *restrict C, int64_t rows,
-                       int64_t N, int64_t K)
+// Four rows of C's column block [n0, n0 + nb) (fewer at the end: rows < 4
+// repeats the last row's pointers, whose sums are then written twice):
+// every row of B loaded once for the four, the sums in L1.
+TARGETS static void igemm_block4(const int16_t *const a[4], const int16_t *restrict B, int32_t *const c[4], int64_t N,
+                         int64_t K, int64_t nb)
 {
-    enum { NB = 512 };
-    for (int64_t m = 0; m < rows; m++) {
-        const int16_t *a = A + m * K;
-        int32_t *c = C + m * N;
-        for (int64_t n0 = 0; n0 < N; n0 += NB) {
-            int64_t nb = MIN(NB, N - n0);
-            int32_t *restrict cb = c + n0;
-            memset(cb, 0, sizeof(int32_t) * (size_t)nb);
-            for (int64_t k = 0; k < K; k++) {
-                int32_t av = a[k];
-                if (!av)
-                    continue;
-                const int16_t *restrict b = B + k * N + n0;
-                for (int64_t j = 0; j < nb; j++)
-                    cb[j] += av * (int32_t)b[j];
-            }
+    int32_t *restrict c0 = c[0], *restrict c1 = c[1], *restrict c2 = c[2], *restrict c3 = c[3];
+    memset(c0, 0, sizeof(int32_t) * (size_t)nb);
+    memset(c1, 0, sizeof(int32_t) * (size_t)nb);
+    memset(c2, 0, sizeof(int32_t) * (size_t)nb);
+    memset(c3, 0, sizeof(int32_t) * (size_t)nb);
+    for (int64_t k = 0; k < K; k++) {
+        int32_t a0 = a[0][k], a1 = a[1][k], a2 = a[2][k], a3 = a[3][k];
+        const int16_t *restrict b = B + k * N;
+        for (int64_t j = 0; j < nb; j++) {
+            int32_t bv = b[j];
+            c0[j] += a0 * bv;
+            c1[j] += a1 * bv;
+            c2[j] += a2 * bv;
+            c3[j] += a3 * bv;
         }
     }
+}
+
+// C[rows, N] = A[rows, K] B[K, N] (row-major int16 operands, zero points
+// already subtracted, sums in int32), four rows at a time over column
+// blocks that keep the four rows of sums in L1 while B's rows stream by.
+static void igemm_rows(const int16_t *A, const int16_t *B, int32_t *C, int64_t rows, int64_t N, int64_t K)
+{
+    enum { NB = 256 };
+    int32_t spare[3][NB]; // where the rows past the end of a last group of four go
+    for (int64_t m = 0; m < rows; m += 4)
+        for (int64_t n0 = 0; n0 < N; n0 += NB) {
+            int64_t nb = MIN(NB, N - n0);
+            const int16_t *a[4];
+            int32_t *c[4];
+            for (int r = 0; r < 4; r++) {
+                bool real = m + r < rows;
+                a[r] = A + (real ? m + r : m) * K;
+                c[r] = real ? C + (m + r) * N + n0 : spare[r - 1];
+            }
+            igemm_block4(a, B + n0, c, N, K, nb);
+        }
 }
 
 // src (uint8 or int8, count elements in rows of row_len) minus a zero point
@@ -813,7 +832,7 @@ static int qconv_check(reel_ir_graph *g, reel_ir_node *n, int xi, int xz, int wi
 
 static size_t qconv_wide_bytes(const qconv_geom *c)
 {
-    return 2 * (size_t)(c->M * c->K + c->K * c->P);
+    return 2 * (size_t)(c->M * c->K + c->K * c->P + c->Cg * c->w.in[0] * c->w.in[1] * c->w.in[2]);
 }
 
 static size_t qconv_scratch_bytes(const reel_ir_node *n, const reel_tensor *x, const reel_tensor *w, bool requant)
@@ -824,31 +843,45 @@ static size_t qconv_scratch_bytes(const reel_ir_node *n, const reel_tensor *x, c
     return ((qconv_wide_bytes(&c) + 63) & ~(size_t)63) + (requant ? 4 * (size_t)(c.Mg * c.P) : 0);
 }
 
-// col[K, P] of image plane x (Cg channels of the group, already offset),
-// minus the zero point; padding is 0 (the zero point before subtracting).
-static void im2col(const qconv_geom *c, const reel_tensor *x, int64_t off, int32_t zp, int16_t *col)
+// The output columns [lo, hi) whose input column ow * s + off lies in [0, W).
+static void inside_columns(int64_t W, int64_t OW, int64_t s, int64_t off, int64_t *lo, int64_t *hi)
+{
+    *lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    *hi = W - 1 - off >= 0 ? MIN(OW, (W - 1 - off) / s + 1) : 0;
+    *lo = MIN(*lo, *hi);
+}
+
+// col[K, P] from the group's channels xw (int16, the zero point already
+// subtracted): taps in the padding are 0, i.e. the zero point.
+static void im2col(const qconv_geom *c, const int16_t *xw, int16_t *col)
 {
     const nn_window *w = &c->w;
-    int64_t Pin = w->in[0] * w->in[1] * w->in[2];
-    int64_t row = 0;
+    int64_t Pin = w->in[0] * w->in[1] * w->in[2], row = 0;
     for (int64_t ch = 0; ch < c->Cg; ch++)
         for (int64_t kd = 0; kd < w->k[0]; kd++)
             for (int64_t kh = 0; kh < w->k[1]; kh++)
                 for (int64_t kw = 0; kw < w->k[2]; kw++, row++) {
-                    int16_t *restrict dst = col + row * c->P;
+                    int64_t off = kw * w->d[2] - w->pb[2], lo, hi, sw = w->s[2];
+                    inside_columns(w->in[2], w->out[2], sw, off, &lo, &hi);
                     for (int64_t od = 0; od < w->out[0]; od++) {
                         int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
                         for (int64_t oh = 0; oh < w->out[1]; oh++) {
                             int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
-                            int16_t *d = dst + (od * w->out[1] + oh) * w->out[2];
-                            bool inside = id >= 0 && id < w->in[0] && ih >= 0 && ih < w->in[1];
-                            int64_t base = off + ch * Pin + (id * w->in[1] + ih) * w->in[2];
-                            for (int64_t ow = 0; ow < w->out[2]; ow++) {
-                                int64_t iw = ow * w->s[2] - w->pb[2] + kw * w->d[2];
-                                d[ow] = inside && iw >= 0 && iw < w->in[2]
-                                            ? (int16_t)(int_at(x, base + iw) - zp)
-                                            : 0;
+                            int16_t *restrict d = col + row * c->P + (od * w->out[1] + oh) * w->out[2];
+                            if (id < 0 || id >= w->in[0] || ih < 0 || ih >= w->in[1]) {
+                                memset(d, 0, sizeof(int16_t) * (size_t)w->out[2]);
+                                continue;
                             }
+                            const int16_t *restrict src = xw + ch * Pin + (id * w->in[1] + ih) * w->in[2] + off;
+                            for (int64_t ow = 0; ow < lo; ow++)
+                                d[ow] = 0;
+                            if (sw == 1)
+                                memcpy(d + lo, src + lo, sizeof(int16_t) * (size_t)(hi - lo));
+                            else
+                                for (int64_t ow = lo; ow < hi; ow++)
+                                    d[ow] = src[ow * sw];
+                            for (int64_t ow = hi; ow < w->out[2]; ow++)
+                                d[ow] = 0;
                         }
                     }
                 }
@@ -896,15 +929,16 @@ static int qconv_compute(const reel_ir_node *n, const reel_tensor *x, const reel
         return 0;
     if (ctx->scratch_size < qconv_scratch_bytes(n, x, w, q != NULL))
         return REEL_EINVAL;
-    int16_t *W = ctx->scratch, *col = W + c.M * c.K;
+    int64_t Pin = c.w.in[0] * c.w.in[1] * c.w.in[2];
+    // W [M, K], col [K, P], and the group's input channels xw [Cg, Pin].
+    int16_t *W = ctx->scratch, *col = W + c.M * c.K, *xw = col + c.K * c.P;
     int32_t *acc = (int32_t *)((char *)ctx->scratch + ((qconv_wide_bytes(&c) + 63) & ~(size_t)63));
     widen(w, 0, count_of(w), c.K, zw, true, W);
     int64_t per = rows_per_task(ctx, c.Mg, c.P * c.K);
-    int32_t zp = int_at(zx, 0);
-    int64_t Pin = c.w.in[0] * c.w.in[1] * c.w.in[2];
     for (int64_t img = 0; img < c.N; img++)
         for (int64_t g = 0; g < c.G; g++) {
-            im2col(&c, x, (img * c.C + g * c.Cg) * Pin, zp, col);
+            widen(x, (img * c.C + g * c.Cg) * Pin, c.Cg * Pin, Pin, zx, true, xw);
+            im2col(&c, xw, col);
             int64_t y0 = (img * c.M + g * c.Mg) * c.P;
             qconv_job j = { .c = &c, .W = W, .col = col, .C = q ? acc : Y32 + y0, .q = q, .Y = Y,
                             .bias = bias ? bias->data : NULL, .m0 = g * c.Mg, .y0 = y0, .rows_per_task = per };
