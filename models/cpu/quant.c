@@ -201,6 +201,11 @@ static int quantize_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (dt == REEL_DTYPE_NONE)
         NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'output_dtype' = %" G_GINT64_FORMAT " is not supported "
                 "(uint8 or int8, matching the zero point)", code);
+    // Opset 23's precision of the division: float32 (1) is what this does.
+    int64_t precision = reel_ir_attr_int(n, "precision", 0);
+    if (precision != 0 && precision != 1)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'precision' = %" G_GINT64_FORMAT " is not supported "
+                "(float32)", precision);
     int r = check_axis_params(g, n, x, 1, 2, error);
     if (r)
         return r;
@@ -258,9 +263,10 @@ static int dequantize_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (z && z->dtype != x->dtype)
         NN_FAIL(error, REEL_EINVAL, n, "the zero point is %s, the input %s", dtype_name(z->dtype),
                 dtype_name(x->dtype));
-    if (reel_ir_attr_int(n, "output_dtype", 0) > 1)
+    int64_t odt = reel_ir_attr_int(n, "output_dtype", 0);
+    if (odt != 0 && odt != 1) // float32
         NN_FAIL(error, REEL_EUNSUPPORTED, n, "attribute 'output_dtype' = %" G_GINT64_FORMAT " is not supported "
-                "(float32)", reel_ir_attr_int(n, "output_dtype", 0));
+                "(float32)", odt);
     int r = check_axis_params(g, n, x, 1, 2, error);
     if (r)
         return r;

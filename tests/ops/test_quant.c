@@ -200,6 +200,19 @@ static void quantize_ties_saturation_axis(void **state)
     assert_memory_equal(out[0]->data, want_u8, 6);
     reel_tensor_free(&out[0]);
 
+    // Opset 21's output_dtype int8 without a zero point; an int32 input.
+    opcall o21 = { .op = "QuantizeLinear", .n_out = 1, .opset = 21 };
+    attr_int(&o21, "output_dtype", 3);
+    const int32_t iv[] = { -300, -5, 0, 5, 7, 300 };
+    reel_tensor *ints = reel_tensor_new(REEL_DTYPE_INT32, 1, &n6);
+    memcpy(ints->data, iv, sizeof iv);
+    reel_tensor *in3[2] = { ints, scalar(REEL_DTYPE_FLOAT32, 2.0) };
+    assert_int_equal(call(&o21, 2, in3, out, NULL), 0);
+    assert_int_equal(out[0]->dtype, REEL_DTYPE_INT8);
+    const int8_t want_i[] = { -128, -2, 0, 2, 4, 127 }; // -2.5 and 2.5 to even, 3.5 to 4
+    assert_memory_equal(out[0]->data, want_i, 6);
+    reel_tensor_free(&out[0]);
+
     // Per axis -2 of [2, 3, 4]: one scale and int8 zero point per middle index.
     const int64_t xs[] = { 2, 3, 4 }, n3 = 3;
     opcall ca = { .op = "QuantizeLinear", .n_out = 1 };
@@ -291,6 +304,10 @@ static void dequantize_forms(void **state)
     expect_refusal(&c1, 3, in3, REEL_EINVAL, "zero point");
     reel_tensor *in4[2] = { reel_tensor_new(REEL_DTYPE_INT16, 2, xs), scalar(REEL_DTYPE_FLOAT32, 0.5) };
     expect_refusal(&c1, 2, in4, REEL_EUNSUPPORTED, "int16 input");
+    opcall f16 = { .op = "DequantizeLinear", .n_out = 1, .opset = 21 };
+    attr_int(&f16, "output_dtype", 10); // FLOAT16
+    reel_tensor *in5[2] = { random_tensor(REEL_DTYPE_UINT8, 2, xs, 3, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.5) };
+    expect_refusal(&f16, 2, in5, REEL_EUNSUPPORTED, "output_dtype");
 }
 
 static void dynamic_quantize_forms(void **state)
