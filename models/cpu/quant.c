@@ -341,11 +341,11 @@ static const reel_op op_dynq = { "DynamicQuantizeLinear", dynq_infer, NULL, dynq
 
 // ---- The integer GEMM
 
-// Four rows of C's column block [n0, n0 + nb) (fewer at the end: rows < 4
-// repeats the last row's pointers, whose sums are then written twice):
-// every row of B loaded once for the four, the sums in L1.
-TARGETS static void igemm_block4(const int16_t *const a[4], const int16_t *restrict B, int32_t *const c[4], int64_t N,
-                         int64_t K, int64_t nb)
+// Sums c[r][0..nb) = a[r][0..K) B[0..K)[0..nb) for four rows r (B's rows N
+// apart): each element of B is loaded once for the four rows, whose sums
+// stay in L1.
+TARGETS static void igemm_block4(const int16_t *const a[4], const int16_t *restrict B, int32_t *const c[4],
+                                 int64_t N, int64_t K, int64_t nb)
 {
     int32_t *restrict c0 = c[0], *restrict c1 = c[1], *restrict c2 = c[2], *restrict c3 = c[3];
     memset(c0, 0, sizeof(int32_t) * (size_t)nb);
@@ -371,7 +371,9 @@ TARGETS static void igemm_block4(const int16_t *const a[4], const int16_t *restr
 static void igemm_rows(const int16_t *A, const int16_t *B, int32_t *C, int64_t rows, int64_t N, int64_t K)
 {
     enum { NB = 256 };
-    int32_t spare[3][NB]; // where the rows past the end of a last group of four go
+    // A last group of fewer than four rows repeats its first row of A and
+    // sums the missing rows here.
+    int32_t spare[3][NB];
     for (int64_t m = 0; m < rows; m += 4)
         for (int64_t n0 = 0; n0 < N; n0 += NB) {
             int64_t nb = MIN(NB, N - n0);
@@ -621,8 +623,8 @@ static void qmm_task(void *arg, int task, int worker)
 }
 
 // Widens A and B, then the products by batches and blocks of rows.
-static int qmm_compute(const reel_ir_node *n, const reel_tensor *a, const reel_tensor *za, const reel_tensor *b, const reel_tensor *zb,
-                       int32_t *C, const requant *q, void *Y, const reel_exec_ctx *ctx)
+static int qmm_compute(const reel_ir_node *n, const reel_tensor *a, const reel_tensor *za, const reel_tensor *b,
+                       const reel_tensor *zb, int32_t *C, const requant *q, void *Y, const reel_exec_ctx *ctx)
 {
     qmm_geom m = { 0 };
     if (qmm_geom_init(n, a->rank, a->shape, b->rank, b->shape, &m, NULL) || m.K > QUANT_MAX_K)
@@ -666,8 +668,9 @@ static size_t mmi_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_te
 {
     (void)out;
     qmm_geom m = { 0 };
-    return qmm_geom_init(n, in[0]->rank, in[0]->shape, in[1]->rank, in[1]->shape, &m, NULL) ? 0
-                                                                                            : qmm_scratch_bytes(&m, false);
+    if (qmm_geom_init(n, in[0]->rank, in[0]->shape, in[1]->rank, in[1]->shape, &m, NULL))
+        return 0;
+    return qmm_scratch_bytes(&m, false);
 }
 
 static int mmi_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
@@ -741,8 +744,9 @@ static size_t qlmm_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_t
 {
     (void)out;
     qmm_geom m = { 0 };
-    return qmm_geom_init(n, in[0]->rank, in[0]->shape, in[3]->rank, in[3]->shape, &m, NULL) ? 0
-                                                                                            : qmm_scratch_bytes(&m, true);
+    if (qmm_geom_init(n, in[0]->rank, in[0]->shape, in[3]->rank, in[3]->shape, &m, NULL))
+        return 0;
+    return qmm_scratch_bytes(&m, true);
 }
 
 static int qlmm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
