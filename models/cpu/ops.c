@@ -18,6 +18,7 @@ extern const reel_op *const reel_ops_rnn[]; // models/cpu/rnn.c
 extern const reel_op *const reel_ops_signal[]; // models/cpu/signal.c
 extern const reel_op *const reel_ops_linalg[]; // models/cpu/linalg.c
 extern const reel_op *const reel_ops_loss[]; // models/cpu/loss.c
+extern const reel_op *const reel_ops_quant[]; // models/cpu/quant.c
 extern const reel_op *const reel_ops_nn[];          // models/cpu/conv.c, gemm.c, pool.c, norm.c, resize.c
 
 const reel_op *const *const reel_op_tables[] = {
@@ -36,6 +37,7 @@ const reel_op *const *const reel_op_tables[] = {
     reel_ops_signal,
     reel_ops_linalg,
     reel_ops_loss,
+    reel_ops_quant,
     NULL,
 };
 

@@ -1,0 +1,660 @@
+// The quantized kernels (models/cpu/quant.c) where ONNX's cases do not
+// reach: per-axis parameters on a negative axis, ties and saturation, int8
+// and uint8 operands with per-row/per-column/per-channel zero points and
+// scales, batched broadcasting, empty tensors, and the refusals (naming the
+// node); MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv on
+// realistic shapes against double-precision references, each run on one
+// thread and on two workers.
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "models/cpu/workers.h"
+#include "models/op.h"
+
+#define MAX_IO 9
+
+static reel_workers *pool;
+static GPtrArray *inputs_kept; // every input call() was given, freed at the end
+
+// A tensor of dtype with elements drawn uniformly from [lo, hi] (integers
+// for the integer types).
+static reel_tensor *random_tensor(reel_dtype dt, int rank, const int64_t *shape, unsigned seed, double lo, double hi)
+{
+    reel_tensor *t = reel_tensor_new(dt, rank, shape);
+    int64_t n = reel_tensor_count(rank, shape);
+    srand(seed);
+    for (int64_t i = 0; i < n; i++) {
+        double u = (double)rand() / RAND_MAX;
+        switch (dt) {
+        case REEL_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)(lo + u * (hi - lo)); break;
+        case REEL_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)floor(lo + u * (hi - lo + 0.999)); break;
+        case REEL_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)floor(lo + u * (hi - lo + 0.999)); break;
+        case REEL_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)floor(lo + u * (hi - lo + 0.999)); break;
+        default: fail_msg("random_tensor: dtype %d", dt);
+        }
+    }
+    return t;
+}
+
+static reel_tensor *scalar(reel_dtype dt, double v)
+{
+    return random_tensor(dt, 0, NULL, 0, v, v);
+}
+
+static reel_tensor *floats(int rank, const int64_t *shape, const float *v)
+{
+    reel_tensor *t = reel_tensor_new(REEL_DTYPE_FLOAT32, rank, shape);
+    memcpy(t->data, v, t->nbytes);
+    return t;
+}
+
+// Element i of an integer tensor.
+static int64_t ival(const reel_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case REEL_DTYPE_UINT8: return ((const uint8_t *)t->data)[i];
+    case REEL_DTYPE_INT8: return ((const int8_t *)t->data)[i];
+    case REEL_DTYPE_INT32: return ((const int32_t *)t->data)[i];
+    default: fail_msg("ival: dtype %d", t->dtype);
+    }
+    return 0;
+}
+
+typedef struct opcall {
+    const char *op;
+    reel_ir_attr attrs[6];
+    int n_attrs;
+    int opset;
+    int n_out;
+} opcall;
+
+static void attr_int(opcall *c, const char *name, int64_t v)
+{
+    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
+}
+
+static void attr_ints(opcall *c, const char *name, int n, const int64_t *v)
+{
+    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = (int64_t *)v,
+                                             .n = n };
+}
+
+static char last_error[512];
+
+// Infers and runs one node named 'n' (inputs NULL: omitted; kept until
+// the end, so references can read them afterwards) into out[0..c->n_out); returns infer's or run's code, infer's
+// message in last_error. Run on the calling thread and over two workers:
+// the results must be the same bytes. *ms: the two-worker run's time.
+static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, double *ms)
+{
+    const reel_op *op = reel_op_find(c->op);
+    assert_non_null(op);
+    reel_ir_graph *g = reel_ir_graph_new();
+    g->opset = c->opset ? c->opset : 19;
+    int inputs[MAX_IO], outputs[MAX_IO];
+    for (int i = 0; i < n_in; i++) {
+        inputs[i] = -1;
+        if (!in[i])
+            continue;
+        char name[8] = { 'x', (char)('0' + i) };
+        inputs[i] = reel_ir_add_value(g, name);
+        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
+        v->dtype = in[i]->dtype;
+        v->rank = in[i]->rank;
+        memcpy(v->dims, in[i]->shape, sizeof v->dims);
+        v->constant = in[i];
+    }
+    for (int i = 0; i < c->n_out; i++) {
+        char name[8] = { 'y', (char)('0' + i) };
+        outputs[i] = reel_ir_add_value(g, name);
+    }
+    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
+                       .n_outputs = c->n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
+    GError *error = NULL;
+    int rc = op->infer(g, &n, &error);
+    snprintf(last_error, sizeof last_error, "%s", error ? error->message : "");
+    g_clear_error(&error);
+    for (int threads = 1; !rc && threads <= 2; threads++) {
+        reel_tensor *o[MAX_IO];
+        for (int i = 0; i < c->n_out; i++) {
+            reel_ir_value *v = reel_ir_value_at(g, outputs[i]);
+            o[i] = reel_tensor_new(v->dtype, v->rank, v->dims);
+            assert_non_null(o[i]);
+        }
+        reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL };
+        ctx.scratch_size = op->scratch ? op->scratch(&n, in, o) : 0;
+        ctx.scratch = g_malloc0(ctx.scratch_size + 1);
+        gint64 t0 = g_get_monotonic_time();
+        rc = op->run(&n, in, o, &ctx);
+        if (ms)
+            *ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
+        g_free(ctx.scratch);
+        for (int i = 0; i < c->n_out; i++) {
+            if (threads == 1) {
+                out[i] = o[i];
+                continue;
+            }
+            if (!rc && memcmp(out[i]->data, o[i]->data, o[i]->nbytes))
+                fail_msg("%s: output %d differs on one thread and on two", c->op, i);
+            reel_tensor_free(&o[i]);
+        }
+        if (rc && threads == 1)
+            for (int i = 0; i < c->n_out; i++)
+                reel_tensor_free(&out[i]);
+    }
+    for (int i = 0; i < n_in; i++)
+        if (in[i]) {
+            reel_ir_value_at(g, inputs[i])->constant = NULL;
+            g_ptr_array_add(inputs_kept, in[i]);
+        }
+    reel_ir_graph_free(&g);
+    return rc;
+}
+
+// Expects call() to fail with code and a message naming the node and `what`.
+static void expect_refusal(const opcall *c, int n_in, reel_tensor **in, int code, const char *what)
+{
+    reel_tensor *out[MAX_IO];
+    assert_int_equal(call(c, n_in, in, out, NULL), code);
+    if (!strstr(last_error, "node 'n'") || !strstr(last_error, what))
+        fail_msg("%s: message \"%s\" does not name the node and \"%s\"", c->op, last_error, what);
+}
+
+// A requantized value v (the double-precision product plus the zero point)
+// saturated to [lo, hi]; got may differ by one only at a rounding tie.
+static void expect_requant(int64_t got, double v, double lo, double hi, int64_t i)
+{
+    double r = nearbyint(v);
+    r = r < lo ? lo : r > hi ? hi : r;
+    bool tie = fabs(fabs(v - floor(v)) - 0.5) < 1e-4;
+    if ((double)got != r && !(tie && fabs((double)got - r) <= 1))
+        fail_msg("element %" G_GINT64_FORMAT ": %" G_GINT64_FORMAT ", expected %g (from %.6f)", i, got, r, v);
+}
+
+// ---- QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+
+static void quantize_ties_saturation_axis(void **state)
+{
+    (void)state;
+    // Ties round to even; out-of-range values saturate; uint8 without a zero point.
+    const int64_t n6 = 6;
+    const float ties[] = { 0.5f, 1.5f, 2.5f, -0.5f, 1000.0f, -1000.0f };
+    opcall c = { .op = "QuantizeLinear", .n_out = 1 };
+    reel_tensor *in[3] = { floats(1, &n6, ties), scalar(REEL_DTYPE_FLOAT32, 1.0), scalar(REEL_DTYPE_INT8, 3) };
+    reel_tensor *out[1];
+    assert_int_equal(call(&c, 3, in, out, NULL), 0);
+    assert_int_equal(out[0]->dtype, REEL_DTYPE_INT8);
+    const int8_t want_s8[] = { 3, 5, 5, 3, 127, -128 };
+    assert_memory_equal(out[0]->data, want_s8, 6);
+    reel_tensor_free(&out[0]);
+    reel_tensor *in2[2] = { floats(1, &n6, ties), scalar(REEL_DTYPE_FLOAT32, 0.5) };
+    assert_int_equal(call(&c, 2, in2, out, NULL), 0);
+    assert_int_equal(out[0]->dtype, REEL_DTYPE_UINT8);
+    const uint8_t want_u8[] = { 1, 3, 5, 0, 255, 0 };
+    assert_memory_equal(out[0]->data, want_u8, 6);
+    reel_tensor_free(&out[0]);
+
+    // Opset 21's output_dtype int8 without a zero point; an int32 input.
+    opcall o21 = { .op = "QuantizeLinear", .n_out = 1, .opset = 21 };
+    attr_int(&o21, "output_dtype", 3);
+    const int32_t iv[] = { -300, -5, 0, 5, 7, 300 };
+    reel_tensor *ints = reel_tensor_new(REEL_DTYPE_INT32, 1, &n6);
+    memcpy(ints->data, iv, sizeof iv);
+    reel_tensor *in3[2] = { ints, scalar(REEL_DTYPE_FLOAT32, 2.0) };
+    assert_int_equal(call(&o21, 2, in3, out, NULL), 0);
+    assert_int_equal(out[0]->dtype, REEL_DTYPE_INT8);
+    const int8_t want_i[] = { -128, -2, 0, 2, 4, 127 }; // -2.5 and 2.5 to even, 3.5 to 4
+    assert_memory_equal(out[0]->data, want_i, 6);
+    reel_tensor_free(&out[0]);
+
+    // Per axis -2 of [2, 3, 4]: one scale and int8 zero point per middle index.
+    const int64_t xs[] = { 2, 3, 4 }, n3 = 3;
+    opcall ca = { .op = "QuantizeLinear", .n_out = 1 };
+    attr_int(&ca, "axis", -2);
+    const float sc[] = { 0.02f, 0.05f, 0.1f };
+    reel_tensor *zp = reel_tensor_new(REEL_DTYPE_INT8, 1, &n3);
+    const int8_t zv[] = { -10, 0, 20 };
+    memcpy(zp->data, zv, 3);
+    reel_tensor *ina[3] = { random_tensor(REEL_DTYPE_FLOAT32, 3, xs, 7, -4, 4), floats(1, &n3, sc), zp };
+    assert_int_equal(call(&ca, 3, ina, out, NULL), 0);
+    const float *x = ina[0]->data;
+    for (int64_t i = 0; i < 24; i++) {
+        int64_t ch = i / 4 % 3;
+        expect_requant(ival(out[0], i), x[i] / (double)sc[ch] + zv[ch], -128, 127, i);
+    }
+    reel_tensor_free(&out[0]);
+}
+
+static void quantize_refusals(void **state)
+{
+    (void)state;
+    const int64_t xs[] = { 2, 4 }, n4 = 4;
+    opcall c = { .op = "QuantizeLinear", .n_out = 1 };
+    attr_int(&c, "block_size", 2);
+    reel_tensor *in[2] = { random_tensor(REEL_DTYPE_FLOAT32, 2, xs, 1, -1, 1), scalar(REEL_DTYPE_FLOAT32, 0.1) };
+    expect_refusal(&c, 2, in, REEL_EUNSUPPORTED, "block_size");
+
+    opcall f8 = { .op = "QuantizeLinear", .n_out = 1, .opset = 21 };
+    attr_int(&f8, "output_dtype", 17); // FLOAT8E4M3FN
+    reel_tensor *in2[2] = { random_tensor(REEL_DTYPE_FLOAT32, 2, xs, 1, -1, 1), scalar(REEL_DTYPE_FLOAT32, 0.1) };
+    expect_refusal(&f8, 2, in2, REEL_EUNSUPPORTED, "output_dtype");
+
+    // Per-axis scales before opset 13, and a scale count that is not axis 1's.
+    opcall o10 = { .op = "QuantizeLinear", .n_out = 1, .opset = 10 };
+    reel_tensor *in3[2] = { random_tensor(REEL_DTYPE_FLOAT32, 2, xs, 1, -1, 1),
+                            random_tensor(REEL_DTYPE_FLOAT32, 1, &n4, 2, 0.1, 0.2) };
+    expect_refusal(&o10, 2, in3, REEL_EUNSUPPORTED, "opset 13");
+    opcall o13 = { .op = "QuantizeLinear", .n_out = 1, .opset = 13 };
+    const int64_t n3 = 3;
+    reel_tensor *in4[2] = { random_tensor(REEL_DTYPE_FLOAT32, 2, xs, 1, -1, 1),
+                            random_tensor(REEL_DTYPE_FLOAT32, 1, &n3, 2, 0.1, 0.2) };
+    expect_refusal(&o13, 2, in4, REEL_EINVAL, "axis");
+
+    // A float16 scale and a double input.
+    reel_tensor *in5[2] = { random_tensor(REEL_DTYPE_FLOAT32, 2, xs, 1, -1, 1),
+                            reel_tensor_new(REEL_DTYPE_FLOAT16, 0, NULL) };
+    expect_refusal(&o13, 2, in5, REEL_EUNSUPPORTED, "float16 scale");
+    reel_tensor *in6[2] = { reel_tensor_new(REEL_DTYPE_FLOAT64, 2, xs), scalar(REEL_DTYPE_FLOAT32, 0.1) };
+    expect_refusal(&o13, 2, in6, REEL_EUNSUPPORTED, "double input");
+}
+
+static void dequantize_forms(void **state)
+{
+    (void)state;
+    // uint8 per axis -1 of [5, 3].
+    const int64_t xs[] = { 5, 3 }, n3 = 3;
+    opcall c = { .op = "DequantizeLinear", .n_out = 1 };
+    attr_int(&c, "axis", -1);
+    const float sc[] = { 0.5f, 0.25f, 2.0f };
+    reel_tensor *zp = reel_tensor_new(REEL_DTYPE_UINT8, 1, &n3);
+    const uint8_t zv[] = { 128, 0, 255 };
+    memcpy(zp->data, zv, 3);
+    reel_tensor *in[3] = { random_tensor(REEL_DTYPE_UINT8, 2, xs, 3, 0, 255), floats(1, &n3, sc), zp };
+    reel_tensor *out[1];
+    assert_int_equal(call(&c, 3, in, out, NULL), 0);
+    for (int64_t i = 0; i < 15; i++)
+        assert_float_equal(((float *)out[0]->data)[i], (ival(in[0], i) - zv[i % 3]) * (double)sc[i % 3], 0);
+    reel_tensor_free(&out[0]);
+
+    // int32 without a zero point; an empty int8 tensor.
+    opcall c1 = { .op = "DequantizeLinear", .n_out = 1 };
+    reel_tensor *in1[2] = { random_tensor(REEL_DTYPE_INT32, 2, xs, 4, -100000, 100000),
+                            scalar(REEL_DTYPE_FLOAT32, 0.125) };
+    assert_int_equal(call(&c1, 2, in1, out, NULL), 0);
+    for (int64_t i = 0; i < 15; i++)
+        assert_float_equal(((float *)out[0]->data)[i], ival(in1[0], i) * 0.125, 0);
+    reel_tensor_free(&out[0]);
+    const int64_t es[] = { 0, 3 };
+    reel_tensor *in2[3] = { reel_tensor_new(REEL_DTYPE_INT8, 2, es), scalar(REEL_DTYPE_FLOAT32, 0.5),
+                            scalar(REEL_DTYPE_INT8, 1) };
+    assert_int_equal(call(&c1, 3, in2, out, NULL), 0);
+    assert_int_equal(out[0]->rank, 2);
+    assert_int_equal(out[0]->shape[0], 0);
+    reel_tensor_free(&out[0]);
+
+    // A zero point of another type than x; an int16 input.
+    reel_tensor *in3[3] = { random_tensor(REEL_DTYPE_UINT8, 2, xs, 3, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.5),
+                            scalar(REEL_DTYPE_INT8, 1) };
+    expect_refusal(&c1, 3, in3, REEL_EINVAL, "zero point");
+    reel_tensor *in4[2] = { reel_tensor_new(REEL_DTYPE_INT16, 2, xs), scalar(REEL_DTYPE_FLOAT32, 0.5) };
+    expect_refusal(&c1, 2, in4, REEL_EUNSUPPORTED, "int16 input");
+    opcall f16 = { .op = "DequantizeLinear", .n_out = 1, .opset = 21 };
+    attr_int(&f16, "output_dtype", 10); // FLOAT16
+    reel_tensor *in5[2] = { random_tensor(REEL_DTYPE_UINT8, 2, xs, 3, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.5) };
+    expect_refusal(&f16, 2, in5, REEL_EUNSUPPORTED, "output_dtype");
+}
+
+static void dynamic_quantize_forms(void **state)
+{
+    (void)state;
+    // All positive: the range still starts at 0, so the zero point is 0.
+    const int64_t n4 = 4;
+    const float pos[] = { 1.0f, 2.0f, 3.0f, 5.1f };
+    opcall c = { .op = "DynamicQuantizeLinear", .n_out = 3 };
+    reel_tensor *in[1] = { floats(1, &n4, pos) }, *out[3];
+    assert_int_equal(call(&c, 1, in, out, NULL), 0);
+    float s = *(float *)out[1]->data;
+    assert_float_equal(s, 5.1f / 255.0f, 1e-9);
+    assert_int_equal(*(uint8_t *)out[2]->data, 0);
+    for (int i = 0; i < 4; i++)
+        expect_requant(ival(out[0], i), pos[i] / (double)s, 0, 255, i);
+    for (int i = 0; i < 3; i++)
+        reel_tensor_free(&out[i]);
+
+    // Mixed signs: the zero point is round(-min / scale).
+    const float mixed[] = { -1.0f, 0.25f, 2.0f, -0.3f };
+    reel_tensor *in2[1] = { floats(1, &n4, mixed) };
+    assert_int_equal(call(&c, 1, in2, out, NULL), 0);
+    s = *(float *)out[1]->data;
+    int zp = *(uint8_t *)out[2]->data;
+    assert_float_equal(s, 3.0f / 255.0f, 1e-9);
+    assert_int_equal(zp, 85);
+    for (int i = 0; i < 4; i++)
+        expect_requant(ival(out[0], i), mixed[i] / (double)s + zp, 0, 255, i);
+    for (int i = 0; i < 3; i++)
+        reel_tensor_free(&out[i]);
+
+    // Empty: scale 1/255, zero point 0.
+    const int64_t n0 = 0;
+    reel_tensor *in3[1] = { reel_tensor_new(REEL_DTYPE_FLOAT32, 1, &n0) };
+    assert_int_equal(call(&c, 1, in3, out, NULL), 0);
+    assert_float_equal(*(float *)out[1]->data, 1.0f / 255.0f, 1e-9);
+    assert_int_equal(*(uint8_t *)out[2]->data, 0);
+    for (int i = 0; i < 3; i++)
+        reel_tensor_free(&out[i]);
+}
+
+// ---- MatMulInteger, QLinearMatMul
+
+// sum_k (a[m,k] - za[m]) (b[k,n] - zb[n]) of one [M,K] x [K,N] pair at
+// element offsets ao, bo; za, zb NULL (0), one value, or per row/column.
+static double mm_ref(const reel_tensor *a, int64_t ao, const reel_tensor *za, const reel_tensor *b, int64_t bo,
+                     const reel_tensor *zb, int64_t m, int64_t n, int64_t K, int64_t N)
+{
+    int64_t zav = za ? ival(za, reel_tensor_count(za->rank, za->shape) == 1 ? 0 : m) : 0;
+    int64_t zbv = zb ? ival(zb, reel_tensor_count(zb->rank, zb->shape) == 1 ? 0 : n) : 0;
+    double s = 0;
+    for (int64_t k = 0; k < K; k++)
+        s += (double)(ival(a, ao + m * K + k) - zav) * (double)(ival(b, bo + k * N + n) - zbv);
+    return s;
+}
+
+static void matmul_integer_random(void **state)
+{
+    (void)state;
+    // 64x128 uint8 (a zero point per row) by 128x32 int8 (one per column).
+    const int64_t as[] = { 64, 128 }, bs[] = { 128, 32 }, M = 64, K = 128, N = 32;
+    reel_tensor *in[4] = { random_tensor(REEL_DTYPE_UINT8, 2, as, 11, 0, 255),
+                           random_tensor(REEL_DTYPE_INT8, 2, bs, 12, -128, 127),
+                           random_tensor(REEL_DTYPE_UINT8, 1, &M, 13, 0, 255),
+                           random_tensor(REEL_DTYPE_INT8, 1, &N, 14, -128, 127) };
+    opcall c = { .op = "MatMulInteger", .n_out = 1 };
+    reel_tensor *out[1];
+    double ms;
+    assert_int_equal(call(&c, 4, in, out, &ms), 0);
+    assert_int_equal(out[0]->dtype, REEL_DTYPE_INT32);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++)
+            assert_int_equal(ival(out[0], m * N + n), (int64_t)mm_ref(in[0], 0, in[2], in[1], 0, in[3], m, n, K, N));
+    reel_tensor_free(&out[0]);
+    printf("MatMulInteger 64x128 by 128x32 in %.3f ms on two workers\n", ms);
+
+    // Batched broadcasting: [2, 1, 5, 7] int8 by [3, 7, 4] uint8, scalar zero points.
+    const int64_t a4[] = { 2, 1, 5, 7 }, b3[] = { 3, 7, 4 };
+    reel_tensor *inb[4] = { random_tensor(REEL_DTYPE_INT8, 4, a4, 15, -128, 127),
+                            random_tensor(REEL_DTYPE_UINT8, 3, b3, 16, 0, 255), scalar(REEL_DTYPE_INT8, -3),
+                            scalar(REEL_DTYPE_UINT8, 200) };
+    assert_int_equal(call(&c, 4, inb, out, NULL), 0);
+    assert_int_equal(out[0]->rank, 4);
+    const int64_t want_shape[] = { 2, 3, 5, 4 };
+    assert_memory_equal(out[0]->shape, want_shape, sizeof want_shape);
+    for (int64_t i = 0; i < 2; i++)
+        for (int64_t j = 0; j < 3; j++)
+            for (int64_t m = 0; m < 5; m++)
+                for (int64_t n = 0; n < 4; n++)
+                    assert_int_equal(ival(out[0], ((i * 3 + j) * 5 + m) * 4 + n),
+                                     (int64_t)mm_ref(inb[0], i * 35, inb[2], inb[1], j * 28, inb[3], m, n, 7, 4));
+    reel_tensor_free(&out[0]);
+
+    // A reduction too long for the int32 accumulator; int16 operands.
+    const int64_t la[] = { 1, 40000 }, lb[] = { 40000, 1 };
+    reel_tensor *inl[2] = { reel_tensor_new(REEL_DTYPE_UINT8, 2, la), reel_tensor_new(REEL_DTYPE_UINT8, 2, lb) };
+    expect_refusal(&c, 2, inl, REEL_EUNSUPPORTED, "int32");
+    reel_tensor *in16[2] = { reel_tensor_new(REEL_DTYPE_INT16, 2, as), reel_tensor_new(REEL_DTYPE_INT8, 2, bs) };
+    expect_refusal(&c, 2, in16, REEL_EUNSUPPORTED, "int16");
+}
+
+static void qlinear_matmul_random(void **state)
+{
+    (void)state;
+    // uint8 A by int8 B with a scale and zero point per column of B, int8 Y.
+    const int64_t as[] = { 64, 128 }, bs[] = { 128, 32 }, K = 128, N = 32;
+    reel_tensor *bscale = random_tensor(REEL_DTYPE_FLOAT32, 1, &N, 21, 0.001, 0.01);
+    reel_tensor *in[8] = { random_tensor(REEL_DTYPE_UINT8, 2, as, 22, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.02),
+                           scalar(REEL_DTYPE_UINT8, 120), random_tensor(REEL_DTYPE_INT8, 2, bs, 23, -128, 127),
+                           bscale, random_tensor(REEL_DTYPE_INT8, 1, &N, 24, -5, 5),
+                           scalar(REEL_DTYPE_FLOAT32, 0.9), scalar(REEL_DTYPE_INT8, -7) };
+    opcall c = { .op = "QLinearMatMul", .n_out = 1 };
+    reel_tensor *out[1];
+    assert_int_equal(call(&c, 8, in, out, NULL), 0);
+    assert_int_equal(out[0]->dtype, REEL_DTYPE_INT8);
+    const float *bsc = bscale->data;
+    int64_t saturated = 0;
+    for (int64_t m = 0; m < 64; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double acc = mm_ref(in[0], 0, in[2], in[3], 0, in[5], m, n, K, N);
+            double v = acc * 0.02 * bsc[n] / 0.9 - 7;
+            saturated += v < -128 || v > 127;
+            expect_requant(ival(out[0], m * N + n), v, -128, 127, m * N + n);
+        }
+    assert_true(saturated < 64 * N / 2); // the scales keep most values in range
+
+    // A per-row a_scale is refused.
+    const int64_t M = 64;
+    reel_tensor *bad[8] = { random_tensor(REEL_DTYPE_UINT8, 2, as, 22, 0, 255),
+                            random_tensor(REEL_DTYPE_FLOAT32, 1, &M, 1, 0.1, 0.2), scalar(REEL_DTYPE_UINT8, 120),
+                            random_tensor(REEL_DTYPE_INT8, 2, bs, 23, -128, 127), scalar(REEL_DTYPE_FLOAT32, 0.01),
+                            scalar(REEL_DTYPE_INT8, 0), scalar(REEL_DTYPE_FLOAT32, 0.9),
+                            scalar(REEL_DTYPE_INT8, -7) };
+    expect_refusal(&c, 8, bad, REEL_EUNSUPPORTED, "a_scale");
+    reel_tensor_free(&out[0]);
+}
+
+// ---- ConvInteger, QLinearConv
+
+typedef struct conv_shape {
+    int64_t N, C, H, W, M, KH, KW, G, sh, sw, dh, dw, ph, pw; // symmetric pads
+    int64_t OH, OW;
+} conv_shape;
+
+static void conv_shape_out(conv_shape *s)
+{
+    s->OH = (s->H + 2 * s->ph - ((s->KH - 1) * s->dh + 1)) / s->sh + 1;
+    s->OW = (s->W + 2 * s->pw - ((s->KW - 1) * s->dw + 1)) / s->sw + 1;
+}
+
+// The integer sum of output (n, m, oh, ow): padding contributes 0 (the
+// zero point); zw NULL, one value or per output channel.
+static double conv_ref(const conv_shape *s, const reel_tensor *x, int64_t zx, const reel_tensor *w,
+                       const reel_tensor *zw, int64_t n, int64_t m, int64_t oh, int64_t ow)
+{
+    int64_t Cg = s->C / s->G, g = m / (s->M / s->G);
+    int64_t zwv = zw ? ival(zw, reel_tensor_count(zw->rank, zw->shape) == 1 ? 0 : m) : 0;
+    double acc = 0;
+    for (int64_t c = 0; c < Cg; c++)
+        for (int64_t kh = 0; kh < s->KH; kh++)
+            for (int64_t kw = 0; kw < s->KW; kw++) {
+                int64_t ih = oh * s->sh - s->ph + kh * s->dh, iw = ow * s->sw - s->pw + kw * s->dw;
+                if (ih < 0 || ih >= s->H || iw < 0 || iw >= s->W)
+                    continue;
+                int64_t xv = ival(x, ((n * s->C + g * Cg + c) * s->H + ih) * s->W + iw) - zx;
+                int64_t wv = ival(w, ((m * Cg + c) * s->KH + kh) * s->KW + kw) - zwv;
+                acc += (double)(xv * wv);
+            }
+    return acc;
+}
+
+static void conv_attrs(opcall *c, const conv_shape *s, int64_t *store)
+{
+    int64_t *st = store, *dl = store + 2, *pd = store + 4;
+    st[0] = s->sh, st[1] = s->sw, dl[0] = s->dh, dl[1] = s->dw;
+    pd[0] = pd[2] = s->ph, pd[1] = pd[3] = s->pw;
+    attr_ints(c, "strides", 2, st);
+    attr_ints(c, "dilations", 2, dl);
+    attr_ints(c, "pads", 4, pd);
+    attr_int(c, "group", s->G);
+}
+
+static void conv_integer_random(void **state)
+{
+    (void)state;
+    // 3x3, 16 in / 32 out channels at 20x20, pads 1, a zero point per output channel;
+    // then grouped, strided and dilated.
+    conv_shape shapes[] = {
+        { .N = 1, .C = 16, .H = 20, .W = 20, .M = 32, .KH = 3, .KW = 3, .G = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
+          .ph = 1, .pw = 1 },
+        { .N = 2, .C = 6, .H = 9, .W = 11, .M = 4, .KH = 3, .KW = 2, .G = 2, .sh = 2, .sw = 1, .dh = 1, .dw = 2,
+          .ph = 1, .pw = 0 },
+    };
+    for (int si = 0; si < 2; si++) {
+        conv_shape *s = &shapes[si];
+        conv_shape_out(s);
+        const int64_t xs[] = { s->N, s->C, s->H, s->W }, ws[] = { s->M, s->C / s->G, s->KH, s->KW };
+        reel_tensor *in[4] = { random_tensor(REEL_DTYPE_UINT8, 4, xs, 31 + si, 0, 255),
+                               random_tensor(REEL_DTYPE_UINT8, 4, ws, 32 + si, 0, 255),
+                               scalar(REEL_DTYPE_UINT8, 7), random_tensor(REEL_DTYPE_UINT8, 1, &s->M, 33, 0, 255) };
+        opcall c = { .op = "ConvInteger", .n_out = 1 };
+        int64_t store[8];
+        conv_attrs(&c, s, store);
+        reel_tensor *out[1];
+        double ms;
+        assert_int_equal(call(&c, 4, in, out, &ms), 0);
+        assert_int_equal(out[0]->dtype, REEL_DTYPE_INT32);
+        assert_int_equal(out[0]->shape[2], s->OH);
+        assert_int_equal(out[0]->shape[3], s->OW);
+        for (int64_t n = 0; n < s->N; n++)
+            for (int64_t m = 0; m < s->M; m++)
+                for (int64_t i = 0; i < s->OH * s->OW; i++)
+                    assert_int_equal(ival(out[0], (n * s->M + m) * s->OH * s->OW + i),
+                                     (int64_t)conv_ref(s, in[0], 7, in[1], in[3], n, m, i / s->OW, i % s->OW));
+        reel_tensor_free(&out[0]);
+        if (si == 0)
+            printf("ConvInteger 3x3 16->32 at 20x20 in %.3f ms on two workers\n", ms);
+    }
+
+    // 1-D, auto_pad SAME_UPPER, int8.
+    const int64_t x1[] = { 1, 3, 10 }, w1[] = { 2, 3, 4 };
+    reel_tensor *in1[2] = { random_tensor(REEL_DTYPE_INT8, 3, x1, 41, -128, 127),
+                            random_tensor(REEL_DTYPE_INT8, 3, w1, 42, -128, 127) };
+    opcall c1 = { .op = "ConvInteger", .n_out = 1 };
+    c1.attrs[c1.n_attrs++] = (reel_ir_attr){ .name = "auto_pad", .type = REEL_ATTR_STRING, .s = "SAME_UPPER" };
+    reel_tensor *out[1];
+    assert_int_equal(call(&c1, 2, in1, out, NULL), 0);
+    assert_int_equal(out[0]->shape[2], 10);
+    // Total padding 3: 1 before, 2 after.
+    for (int64_t m = 0; m < 2; m++)
+        for (int64_t o = 0; o < 10; o++) {
+            int64_t acc = 0;
+            for (int64_t ch = 0; ch < 3; ch++)
+                for (int64_t k = 0; k < 4; k++) {
+                    int64_t i = o - 1 + k;
+                    if (i >= 0 && i < 10)
+                        acc += ival(in1[0], ch * 10 + i) * ival(in1[1], (m * 3 + ch) * 4 + k);
+                }
+            assert_int_equal(ival(out[0], m * 10 + o), acc);
+        }
+    reel_tensor_free(&out[0]);
+
+    // A per-channel x zero point, and w's of the wrong length, are refused.
+    const int64_t three = 3, five = 5;
+    reel_tensor *bad[4] = { random_tensor(REEL_DTYPE_INT8, 3, x1, 41, -128, 127),
+                            random_tensor(REEL_DTYPE_INT8, 3, w1, 42, -128, 127),
+                            random_tensor(REEL_DTYPE_INT8, 1, &three, 1, 0, 3), NULL };
+    expect_refusal(&c1, 4, bad, REEL_EUNSUPPORTED, "x's zero point");
+    reel_tensor *bad2[4] = { random_tensor(REEL_DTYPE_INT8, 3, x1, 41, -128, 127),
+                             random_tensor(REEL_DTYPE_INT8, 3, w1, 42, -128, 127), NULL,
+                             random_tensor(REEL_DTYPE_INT8, 1, &five, 1, 0, 3) };
+    expect_refusal(&c1, 4, bad2, REEL_EUNSUPPORTED, "w's zero point");
+}
+
+static void qlinear_conv_random(void **state)
+{
+    (void)state;
+    // int8 x and w, a w scale per output channel, an int32 bias, uint8 y.
+    conv_shape s = { .N = 1, .C = 16, .H = 20, .W = 20, .M = 32, .KH = 3, .KW = 3, .G = 1, .sh = 1, .sw = 1,
+                     .dh = 1, .dw = 1, .ph = 1, .pw = 1 };
+    conv_shape_out(&s);
+    const int64_t xs[] = { s.N, s.C, s.H, s.W }, ws[] = { s.M, s.C, s.KH, s.KW };
+    reel_tensor *wscale = random_tensor(REEL_DTYPE_FLOAT32, 1, &s.M, 51, 0.002, 0.02);
+    reel_tensor *bias = random_tensor(REEL_DTYPE_INT32, 1, &s.M, 52, -5000, 5000);
+    reel_tensor *in[9] = { random_tensor(REEL_DTYPE_INT8, 4, xs, 53, -128, 127), scalar(REEL_DTYPE_FLOAT32, 0.05),
+                           scalar(REEL_DTYPE_INT8, -3), random_tensor(REEL_DTYPE_INT8, 4, ws, 54, -128, 127),
+                           wscale, scalar(REEL_DTYPE_INT8, 0), scalar(REEL_DTYPE_FLOAT32, 4.0),
+                           scalar(REEL_DTYPE_UINT8, 128), bias };
+    opcall c = { .op = "QLinearConv", .n_out = 1 };
+    int64_t store[8];
+    conv_attrs(&c, &s, store);
+    reel_tensor *out[1];
+    double ms;
+    assert_int_equal(call(&c, 9, in, out, &ms), 0);
+    assert_int_equal(out[0]->dtype, REEL_DTYPE_UINT8);
+    const float *wsc = wscale->data;
+    for (int64_t m = 0; m < s.M; m++)
+        for (int64_t i = 0; i < s.OH * s.OW; i++) {
+            double acc = conv_ref(&s, in[0], -3, in[3], in[5], 0, m, i / s.OW, i % s.OW) + (double)ival(bias, m);
+            expect_requant(ival(out[0], m * s.OH * s.OW + i), acc * 0.05 * wsc[m] / 4.0 + 128, 0, 255, i);
+        }
+    reel_tensor_free(&out[0]);
+    printf("QLinearConv 3x3 16->32 at 20x20 in %.3f ms on two workers\n", ms);
+
+    // A float bias and a w_scale of the wrong length are refused.
+    const int64_t seven = 7;
+    reel_tensor *bad[9] = { random_tensor(REEL_DTYPE_INT8, 4, xs, 53, -128, 127), scalar(REEL_DTYPE_FLOAT32, 0.05),
+                            scalar(REEL_DTYPE_INT8, -3), random_tensor(REEL_DTYPE_INT8, 4, ws, 54, -128, 127),
+                            scalar(REEL_DTYPE_FLOAT32, 0.01), scalar(REEL_DTYPE_INT8, 0),
+                            scalar(REEL_DTYPE_FLOAT32, 4.0), scalar(REEL_DTYPE_UINT8, 128),
+                            random_tensor(REEL_DTYPE_FLOAT32, 1, &s.M, 1, 0, 1) };
+    expect_refusal(&c, 9, bad, REEL_EUNSUPPORTED, "float32 bias");
+    reel_tensor *bad2[9] = { random_tensor(REEL_DTYPE_INT8, 4, xs, 53, -128, 127), scalar(REEL_DTYPE_FLOAT32, 0.05),
+                             scalar(REEL_DTYPE_INT8, -3), random_tensor(REEL_DTYPE_INT8, 4, ws, 54, -128, 127),
+                             random_tensor(REEL_DTYPE_FLOAT32, 1, &seven, 1, 0.1, 1), scalar(REEL_DTYPE_INT8, 0),
+                             scalar(REEL_DTYPE_FLOAT32, 4.0), scalar(REEL_DTYPE_UINT8, 128), NULL };
+    expect_refusal(&c, 9, bad2, REEL_EUNSUPPORTED, "w_scale");
+}
+
+// A layer of a small detector at a low resolution: 3x3, 32 to 32 channels
+// at 80x80, uint8, QLinearConv; prints the time (checked above on smaller shapes).
+static void qlinear_conv_timing(void **state)
+{
+    (void)state;
+    const int64_t xs[] = { 1, 32, 80, 80 }, ws[] = { 32, 32, 3, 3 }, M = 32;
+    const int64_t pads[] = { 1, 1, 1, 1 };
+    double best = 1e9;
+    for (int rep = 0; rep < 3; rep++) {
+        reel_tensor *in[8] = { random_tensor(REEL_DTYPE_UINT8, 4, xs, 61, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.05),
+                               scalar(REEL_DTYPE_UINT8, 128), random_tensor(REEL_DTYPE_INT8, 4, ws, 62, -128, 127),
+                               random_tensor(REEL_DTYPE_FLOAT32, 1, &M, 63, 0.002, 0.02),
+                               scalar(REEL_DTYPE_INT8, 0), scalar(REEL_DTYPE_FLOAT32, 4.0),
+                               scalar(REEL_DTYPE_UINT8, 128) };
+        opcall c = { .op = "QLinearConv", .n_out = 1 };
+        attr_ints(&c, "pads", 4, pads);
+        reel_tensor *out[1];
+        double ms;
+        assert_int_equal(call(&c, 8, in, out, &ms), 0);
+        best = MIN(best, ms);
+        reel_tensor_free(&out[0]);
+    }
+    printf("QLinearConv 3x3 32->32 at 80x80 in %.3f ms on two workers (%.2f GMAC/s)\n", best,
+           32.0 * 32 * 9 * 80 * 80 / best / 1e6);
+}
+
+int main(void)
+{
+    pool = reel_workers_create(2);
+    inputs_kept = g_ptr_array_new();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(quantize_ties_saturation_axis),
+        cmocka_unit_test(quantize_refusals),
+        cmocka_unit_test(dequantize_forms),
+        cmocka_unit_test(dynamic_quantize_forms),
+        cmocka_unit_test(matmul_integer_random),
+        cmocka_unit_test(qlinear_matmul_random),
+        cmocka_unit_test(conv_integer_random),
+        cmocka_unit_test(qlinear_conv_random),
+        cmocka_unit_test(qlinear_conv_timing),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    reel_workers_destroy(&pool);
+    for (guint i = 0; i < inputs_kept->len; i++) {
+        reel_tensor *t = inputs_kept->pdata[i];
+        reel_tensor_free(&t);
+    }
+    g_ptr_array_free(inputs_kept, TRUE);
+    return r;
+}
