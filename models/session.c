@@ -217,7 +217,7 @@ static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
         if (strstr(n->op, "Window") || strcmp(n->op, "MelWeightMatrix") == 0 || strcmp(n->op, "STFT") == 0 ||
             strcmp(n->op, "DFT") == 0)
             for (int k = 0; k < n->n_inputs; k++)
-                if (n->inputs[k] == vi && (v->dtype == REEL_DTYPE_INT32 || strcmp(n->op, "MelWeightMatrix") == 0))
+                if (n->inputs[k] == vi && v->dtype == REEL_DTYPE_INT32)
                     return true;
         bool range = strcmp(n->op, "Range") == 0;
         if (!range && strcmp(n->op, "Resize") && strcmp(n->op, "Upsample"))

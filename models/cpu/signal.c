@@ -256,17 +256,14 @@ static double complex sample(const reel_tensor *x, int64_t base, int64_t stride,
     return comps == 2 ? tensor_real(x, at) + tensor_real(x, at + 1) * I : tensor_real(x, at);
 }
 
+// Two buffers of the longest transform: the axis's length (any dim but the
+// complex one bounds it) or dft_length.
 static size_t dft_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
 {
-    (void)n;
-    (void)in;
-    int64_t len = 0;
-    for (int d = 0; d < out[0]->rank - 1; d++)
-        len = MAX(len, out[0]->shape[d]);
-    int64_t want = n->n_inputs > 1 && in[1] ? tensor_int(in[1]) : 0;
+    (void)out;
+    int64_t len = n->n_inputs > 1 && in[1] ? tensor_int(in[1]) : 0;
     for (int d = 0; d < in[0]->rank - 1; d++)
         len = MAX(len, in[0]->shape[d]);
-    len = MAX(len, want);
     return 2 * sizeof(double complex) * (size_t)len;
 }
 
