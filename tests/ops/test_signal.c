@@ -1,6 +1,6 @@
 // The signal and text kernels (models/cpu/signal.c, text.c) where ONNX's
 // cases do not reach: opset 20's DFT with axis and dft_length inputs (a
-// non-power-of-two length, a negative axis), a double window, TfIdf's IDF
+// non-power-of-two length, a negative axis), STFT's frames, a double window, TfIdf's IDF
 // weights, and the refused attributes and types, whose messages name the node.
 #include <complex.h>
 #include <math.h>
@@ -230,6 +230,40 @@ static void windows(void **state)
     expect_refused(&bad, 1, in2, REEL_EUNSUPPORTED, "output_datatype");
 }
 
+// STFT without a window: [1, 10, 1] in frames of 4 every 3 samples (3
+// frames), onesided bins against a naive sum; frame_length past the signal
+// is refused.
+static void stft_frames(void **state)
+{
+    (void)state;
+    int64_t xs[3] = { 1, 10, 1 };
+    float xd[10];
+    for (int i = 0; i < 10; i++)
+        xd[i] = (float)(i % 4) - 1.5f;
+    reel_tensor *x = reel_tensor_new(REEL_DTYPE_FLOAT32, 3, xs);
+    memcpy(x->data, xd, sizeof xd);
+    reel_tensor *in[4] = { x, int_scalar(REEL_DTYPE_INT64, 3), NULL, int_scalar(REEL_DTYPE_INT64, 4) }, *out[1];
+    opcall c = { .op = "STFT" };
+    assert_int_equal(call(&c, 4, in, out, NULL), 0);
+    assert_int_equal(out[0]->rank, 4);
+    assert_int_equal(out[0]->shape[1], 3);
+    assert_int_equal(out[0]->shape[2], 3);
+    const float *y = out[0]->data;
+    for (int f = 0; f < 3; f++)
+        for (int k = 0; k < 3; k++) {
+            double complex want = 0;
+            for (int t = 0; t < 4; t++)
+                want += xd[f * 3 + t] * cexp(-2.0 * G_PI * I * k * t / 4.0);
+            const float *got = y + (f * 3 + k) * 2;
+            assert_true(fabs(got[0] - creal(want)) < 1e-5 && fabs(got[1] - cimag(want)) < 1e-5);
+        }
+    reel_tensor_free(&out[0]);
+
+    reel_tensor *in2[4] = { reel_tensor_new(REEL_DTYPE_FLOAT32, 3, xs), int_scalar(REEL_DTYPE_INT64, 3), NULL,
+                            int_scalar(REEL_DTYPE_INT64, 11) };
+    expect_refused(&c, 4, in2, REEL_EINVAL, "frame_length 11");
+}
+
 // TFIDF with weights on [2, 4] int32 tokens; unigrams and bigrams; the
 // refused mode and pool_strings.
 static void tfidf(void **state)
@@ -281,6 +315,7 @@ int main(void)
         cmocka_unit_test(dft_opset20_inputs),
         cmocka_unit_test(dft_roundtrip),
         cmocka_unit_test(dft_refusals),
+        cmocka_unit_test(stft_frames),
         cmocka_unit_test(windows),
         cmocka_unit_test(tfidf),
     };
