@@ -213,6 +213,12 @@ static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
         const reel_ir_node *n = reel_ir_node_at(g, (int)i);
         if (strcmp(n->op, "OneHot") == 0 && n->n_inputs > 1 && n->inputs[1] == vi)
             return true;
+        // the signal ops' sizes (int32 in ONNX's cases)
+        if (strstr(n->op, "Window") || strcmp(n->op, "MelWeightMatrix") == 0 || strcmp(n->op, "STFT") == 0 ||
+            strcmp(n->op, "DFT") == 0)
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] == vi && v->dtype == REEL_DTYPE_INT32)
+                    return true;
         bool range = strcmp(n->op, "Range") == 0;
         if (!range && strcmp(n->op, "Resize") && strcmp(n->op, "Upsample"))
             continue;

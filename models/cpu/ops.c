@@ -16,6 +16,7 @@ extern const reel_op *const reel_ops_index[]; // models/cpu/index.c
 extern const reel_op *const reel_ops_layout[]; // models/cpu/layout.c
 extern const reel_op *const reel_ops_rnn[]; // models/cpu/rnn.c
 extern const reel_op *const reel_ops_signal[]; // models/cpu/signal.c
+extern const reel_op *const reel_ops_text[]; // models/cpu/text.c
 extern const reel_op *const reel_ops_linalg[]; // models/cpu/linalg.c
 extern const reel_op *const reel_ops_loss[]; // models/cpu/loss.c
 extern const reel_op *const reel_ops_quant[]; // models/cpu/quant.c
@@ -35,6 +36,7 @@ const reel_op *const *const reel_op_tables[] = {
     reel_ops_layout,
     reel_ops_rnn,
     reel_ops_signal,
+    reel_ops_text,
     reel_ops_linalg,
     reel_ops_loss,
     reel_ops_quant,
