@@ -21,6 +21,7 @@
 #include "tests/support/skip.h"
 
 static GPtrArray *grabbed; // frames the grab sink received
+static GString *messages;  // the last run's messages, one a line
 static char *models, *clip, *tmp;
 
 static int grab_process(reel_element *e, int pad, reel_buffer *buf)
@@ -43,11 +44,20 @@ static void unref_buffer(gpointer b)
     reel_buffer_unref(&buf);
 }
 
+static void keep_message(const reel_message *msg, void *user)
+{
+    (void)user;
+    if (msg->text)
+        g_string_append_printf(messages, "%s\n", msg->text);
+}
+
 static void run_ok(const char *text)
 {
     GError *err = NULL;
     g_ptr_array_set_size(grabbed, 0);
-    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.stats_interval_ms = -1), &err);
+    g_string_truncate(messages, 0);
+    reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.stats_interval_ms = -1,
+                                                                          .bus_handler = keep_message), &err);
     if (!p)
         fail_msg("%s", err->message);
     if (reel_pipeline_run(p, &err) != 0)
@@ -414,6 +424,52 @@ static void test_overlay_draws_skeletons(void **state)
     reel_buffer_unref(&plain), reel_buffer_unref(&drawn);
 }
 
+static bool have_vulkan(void)
+{
+    reel_device_info *list;
+    int n = reel_device_list(&list);
+    bool found = false;
+    for (int i = 0; i < n; i++)
+        found |= list[i].backend == REEL_BACKEND_VULKAN;
+    g_free(list);
+    return found;
+}
+
+static bool same_pixels(const reel_buffer *a, const reel_buffer *b)
+{
+    for (int y = 0; y < 240; y++)
+        if (memcmp(px(a, 0, y), px(b, 0, y), 320 * 3) != 0)
+            return false;
+    return true;
+}
+
+// On vulkan:0 the kernel draws skeletons byte for byte as the cpu does;
+// masks it leaves out, saying so.
+static void test_overlay_on_vulkan(void **state)
+{
+    (void)state;
+    NEED_ASSETS();
+    if (!have_vulkan())
+        reel_skip("no Vulkan device");
+    run_model("pose-known.onnx", "detect decoder=yolov8-pose ! overlay labels=false");
+    reel_buffer *cpu = first_frame();
+    run_model("pose-known.onnx", "detect decoder=yolov8-pose ! overlay device=vulkan:0 labels=false");
+    reel_buffer *gpu = first_frame();
+    assert_true(same_pixels(cpu, gpu));
+    reel_buffer_unref(&cpu), reel_buffer_unref(&gpu);
+
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay labels=false thickness=1");
+    cpu = first_frame();
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay device=vulkan:0 labels=false thickness=1");
+    gpu = first_frame();
+    assert_contains(messages->str, "instance masks are drawn on host frames only: on ");
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay labels=false thickness=1 masks=false");
+    reel_buffer *boxes_only = first_frame();
+    assert_false(same_pixels(cpu, gpu));
+    assert_true(same_pixels(boxes_only, gpu));
+    reel_buffer_unref(&cpu), reel_buffer_unref(&gpu), reel_buffer_unref(&boxes_only);
+}
+
 // ---- the real shapes, random weights
 
 static void test_shaped_models_decode(void **state)
@@ -488,6 +544,7 @@ int main(void)
     reel_init();
     reel_element_class_register(&grab_class);
     grabbed = g_ptr_array_new_with_free_func(unref_buffer);
+    messages = g_string_new(NULL);
     const char *dir = getenv("REEL_SEGPOSE_MODELS"), *clips = getenv("REEL_CLIPS");
     models = dir && *dir ? g_strdup(dir) : NULL;
     clip = clips && *clips ? g_build_filename(clips, "h264.mp4", NULL) : NULL;
@@ -501,11 +558,17 @@ int main(void)
         cmocka_unit_test(test_pose_keypoints),
         cmocka_unit_test(test_overlay_fills_masks),
         cmocka_unit_test(test_overlay_draws_skeletons),
+        cmocka_unit_test(test_overlay_on_vulkan),
         cmocka_unit_test(test_shaped_models_decode),
         cmocka_unit_test(test_outputs_that_do_not_fit),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     g_ptr_array_free(grabbed, TRUE);
+    g_string_free(messages, TRUE);
+    if (reel_device_validation_messages() > 0) {
+        printf("validation layer messages: %" G_GINT64_FORMAT "\n", reel_device_validation_messages());
+        failed++;
+    }
     const char *names[] = { "labels.txt", "seg.jsonl", "pose.jsonl" };
     for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
         char *p = g_build_filename(tmp, names[i], NULL);
