@@ -284,8 +284,10 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     else if (s->on_device)
         rc = draw_on_device(e, in, &p);
     else {
+        // The copy's own metadata: the frame read above may be gone by now.
+        masks = reel_buffer_get_meta(in, &reel_masks_meta);
         if (masks && s->masks && s->alpha > 0)
-            blend_masks(s, masks, dets, &p, in);
+            blend_masks(s, masks, reel_buffer_get_meta(in, &reel_detections_meta), &p, in);
         reel_overlay_paint(&p, in->planes, in->strides, (const reel_overlay_prim *)s->prims->data);
     }
     if (rc < 0) {
