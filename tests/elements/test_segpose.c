@@ -470,6 +470,23 @@ static void test_overlay_on_vulkan(void **state)
     reel_buffer_unref(&cpu), reel_buffer_unref(&gpu), reel_buffer_unref(&boxes_only);
 }
 
+// Masks drawn on a frame a tee shares with metasink: overlay's own copy
+// (once read from the shared frame, freed under it about one run in three).
+static void test_overlay_after_a_tee(void **state)
+{
+    (void)state;
+    NEED_ASSETS();
+    char *out = g_build_filename(tmp, "seg.jsonl", NULL);
+    char *text = g_strdup_printf("source location=%s ! decode ! preprocess fit=letterbox ! infer model=%s/seg-known.onnx "
+                                 "! detect decoder=yolov8-seg ! tee name=t t. ! queue ! overlay ! convert ! "
+                                 "video/raw,format=rgb24 ! grab t. ! queue ! metasink location=%s", clip, models, out);
+    for (int i = 0; i < 8; i++) {
+        run_ok(text);
+        assert_true(grabbed->len > 1);
+    }
+    g_free(text), g_free(out);
+}
+
 // ---- the real shapes, random weights
 
 static void test_shaped_models_decode(void **state)
@@ -559,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_overlay_fills_masks),
         cmocka_unit_test(test_overlay_draws_skeletons),
         cmocka_unit_test(test_overlay_on_vulkan),
+        cmocka_unit_test(test_overlay_after_a_tee),
         cmocka_unit_test(test_shaped_models_decode),
         cmocka_unit_test(test_outputs_that_do_not_fit),
     };
