@@ -13,17 +13,30 @@
 //   yolov5     [1, N, 5 + C]: cx, cy, w, h, objectness, C class scores
 //   ssd        boxes [1, N, 4] (y0, x0, y1, x1, normalized 0..1) and scores
 //              [1, N, C] (probabilities; the class id is the column)
+//   yolov8-seg [1, 4 + C + M, N] (yolov8's rows, then M mask coefficients)
+//              and prototypes [1, M, H', W'] over the input (H/4, W/4):
+//              each kept box gets a reel_mask (seg_mask.c)
+//   yolov8-pose [1, 4 + 1 + 3K, N]: cx, cy, w, h, the person score, then
+//              x, y, score (sigmoid done) of K keypoints, as scored landmarks
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "elements/postprocess.h"
+#include "elements/seg_mask.h"
 #include "reel/reel.h"
 
-enum { DEC_AUTO, DEC_BLAZEFACE, DEC_YOLOV8, DEC_YOLOV5, DEC_SSD };
+enum { DEC_AUTO, DEC_BLAZEFACE, DEC_YOLOV8, DEC_YOLOV5, DEC_SSD, DEC_YOLOV8_SEG, DEC_YOLOV8_POSE };
 enum { NMS_AUTO, NMS_HARD, NMS_WEIGHTED };
 #define MAX_STRIDES 16
 #define MAX_PARTS 8
+
+// A float32 host tensor [1, R, C]: one row per box. The decoders read
+// such tensors (and yolov8-seg prototypes).
+typedef struct matrix {
+    const float *v;
+    int64_t rows, cols;
+} matrix;
 
 typedef struct detect_priv {
     int decoder, nms, max, input_size;
@@ -36,6 +49,9 @@ typedef struct detect_priv {
     reel_anchor *anchors; // for an input of anchors_w x anchors_h
     int n_anchors, anchors_w, anchors_h;
     GArray *found; // reel_detection: this frame's boxes in tensor pixels, before NMS
+    GArray *runs;  // uint32_t: this frame's mask runs (yolov8-seg)
+    matrix seg;    // yolov8-seg: this frame's output0, for the kept boxes' coefficients
+    reel_protos protos;
 } detect_priv;
 
 static const reel_enum_value decoders[] = {
@@ -44,6 +60,8 @@ static const reel_enum_value decoders[] = {
     { "yolov8", DEC_YOLOV8, "one output [1, 4 + classes, boxes], no objectness" },
     { "yolov5", DEC_YOLOV5, "one output [1, boxes, 5 + classes], score = objectness * class score" },
     { "ssd", DEC_SSD, "boxes [1, N, 4] as normalized y0, x0, y1, x1 and scores [1, N, classes]" },
+    { "yolov8-seg", DEC_YOLOV8_SEG, "[1, 4 + classes + 32, boxes] and prototypes [1, 32, H/4, W/4]: boxes with masks" },
+    { "yolov8-pose", DEC_YOLOV8_POSE, "[1, 4 + 1 + 3 keypoints, boxes]: person boxes with scored keypoints" },
     { NULL },
 };
 
@@ -114,8 +132,8 @@ static int start(reel_element *e)
     if ((rc = reel_postprocess_apply_manifest(e, "detect", &s->labels_path)) < 0)
         return rc;
     if (s->decoder == DEC_AUTO)
-        return reel_element_error(e, REEL_EINVAL, "no decoder: set decoder=blazeface|yolov8|yolov5|ssd, or "
-                                  "give the model a manifest saying [detect] decoder=...");
+        return reel_element_error(e, REEL_EINVAL, "no decoder: set decoder=blazeface|yolov8|yolov5|ssd|yolov8-seg|"
+                                  "yolov8-pose, or give the model a manifest saying [detect] decoder=...");
     if ((rc = parse_strides(e)) < 0)
         return rc;
     GError *err = NULL;
@@ -125,6 +143,7 @@ static int start(reel_element *e)
         return rc;
     }
     s->found = g_array_new(FALSE, FALSE, sizeof(reel_detection));
+    s->runs = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     return 0;
 }
 
@@ -150,13 +169,6 @@ static bool keeps(const detect_priv *s, float score)
 {
     return score >= (float)s->threshold;
 }
-
-// A float32 host tensor [1, R, C]: one row per box. The first three
-// decoders read only such tensors.
-typedef struct matrix {
-    const float *v;
-    int64_t rows, cols;
-} matrix;
 
 static bool as_matrix(const reel_buffer *t, matrix *m)
 {
@@ -320,6 +332,100 @@ static int decode_yolov5(reel_element *e, const reel_inference *inf)
     return 0;
 }
 
+// ---- yolov8-seg and yolov8-pose
+
+// The prototypes: the first float32 host output [1, M, H', W'].
+static bool find_protos(const reel_inference *inf, reel_protos *p)
+{
+    for (int i = 0; i < inf->n; i++) {
+        const reel_buffer *t = inf->outputs[i];
+        const float *v = reel_output_floats(t);
+        const int64_t *d = t ? t->format.shape : NULL;
+        if (v && t->format.rank == 4 && d[0] == 1 && d[1] > 0 && d[1] <= 1024 && d[2] > 0 && d[3] > 0 &&
+            d[2] <= 65536 && d[3] <= 65536) {
+            *p = (reel_protos){ v, (int)d[1], (int)d[2], (int)d[3] };
+            return true;
+        }
+    }
+    return false;
+}
+
+// Like yolov8, with M coefficient rows after the scores. NMS keeps whole
+// reel_detections, so each candidate's column rides in track_id (detect
+// tracks nothing) until add_masks() reads the coefficients; then it is -1.
+static int decode_yolov8_seg(reel_element *e, const reel_inference *inf)
+{
+    detect_priv *s = reel_element_priv(e);
+    matrix m;
+    reel_protos p;
+    bool fits = yolo_output(s, inf, &m) && find_protos(inf, &p) && m.rows >= 5 + p.channels;
+    if (!fits)
+        return bad_outputs(e, inf, "[1, 4 + classes + M, boxes] and prototypes [1, M, H/4, W/4] (M mask "
+                           "coefficients, 32 for YOLOv8-seg)");
+    int64_t n = m.cols, classes = m.rows - 4 - p.channels;
+    for (int64_t j = 0; j < n; j++) {
+        float score;
+        int id = argmax(m.v + 4 * n + j, classes, n, &score);
+        if (!keeps(s, score))
+            continue;
+        add_box(s, m.v[j], m.v[n + j], m.v[2 * n + j], m.v[3 * n + j], score, id);
+        g_array_index(s->found, reel_detection, s->found->len - 1).track_id = j;
+    }
+    s->seg = m;
+    s->protos = p;
+    return 0;
+}
+
+static int decode_yolov8_pose(reel_element *e, const reel_inference *inf)
+{
+    detect_priv *s = reel_element_priv(e);
+    matrix m;
+    if (!yolo_output(s, inf, &m) || m.rows < 8 || (m.rows - 5) % 3 || (m.rows - 5) / 3 > REEL_MAX_LANDMARKS) {
+        char *want = g_strdup_printf("one output [1, 4 + 1 + 3K, boxes] (K keypoints as x, y, score; K at most %d, "
+                                     "17 for COCO)", REEL_MAX_LANDMARKS);
+        int rc = bad_outputs(e, inf, want);
+        g_free(want);
+        return rc;
+    }
+    int64_t n = m.cols;
+    int k = (int)(m.rows - 5) / 3;
+    for (int64_t j = 0; j < n; j++) {
+        float score = m.v[4 * n + j];
+        if (!keeps(s, score))
+            continue;
+        add_box(s, m.v[j], m.v[n + j], m.v[2 * n + j], m.v[3 * n + j], score, 0);
+        reel_detection *d = &g_array_index(s->found, reel_detection, s->found->len - 1);
+        d->n_landmarks = k;
+        d->scored = true;
+        for (int l = 0; l < k; l++) {
+            const float *row = m.v + (5 + 3 * l) * n + j;
+            d->landmarks[l][0] = row[0];
+            d->landmarks[l][1] = row[n];
+            d->landmark_scores[l] = row[2 * n];
+        }
+    }
+    return 0;
+}
+
+// The kept boxes' masks (frame pixels), as one reel_masks.
+static reel_masks *add_masks(detect_priv *s, reel_detections *dets, const reel_transform *t, const reel_caps *f)
+{
+    g_array_set_size(s->runs, 0);
+    reel_mask *masks = g_new0(reel_mask, dets->n + 1);
+    int64_t n = s->seg.cols, first = (s->seg.rows - s->protos.channels) * n;
+    for (int i = 0; i < dets->n; i++) {
+        reel_detection *d = &dets->items[i];
+        reel_seg_mask(&s->protos, s->seg.v + first + d->track_id, n, d, t, f->width, f->height, s->runs, &masks[i]);
+        masks[i].detection = i;
+        d->track_id = -1;
+    }
+    reel_masks *out = reel_masks_new(dets->n, (int)s->runs->len);
+    memcpy(out->items, masks, (size_t)dets->n * sizeof *masks);
+    memcpy(out->runs, s->runs->data, s->runs->len * sizeof(uint32_t));
+    g_free(masks);
+    return out;
+}
+
 // ---- ssd
 
 // Boxes: named by boxes=, else the first [1, N, 4]; scores: named by
@@ -399,6 +505,10 @@ static int decode(reel_element *e, const reel_inference *inf, const reel_transfo
         return decode_yolov8(e, inf);
     case DEC_YOLOV5:
         return decode_yolov5(e, inf);
+    case DEC_YOLOV8_SEG:
+        return decode_yolov8_seg(e, inf);
+    case DEC_YOLOV8_POSE:
+        return decode_yolov8_pose(e, inf);
     default:
         return decode_ssd(e, inf, map->tensor_width, map->tensor_height);
     }
@@ -427,7 +537,11 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
     reel_detection *found = (reel_detection *)s->found->data;
     int n = reel_nms(found, (int)s->found->len, weighted ? REEL_NMS_WEIGHTED : REEL_NMS_HARD, (float)s->iou,
                      s->max);
-    reel_buffer_add_meta(buf, &reel_detections_meta, to_detections(s, found, n, &map, &buf->format));
+    reel_detections *dets = to_detections(s, found, n, &map, &buf->format);
+    reel_masks *masks = s->decoder == DEC_YOLOV8_SEG ? add_masks(s, dets, &map, &buf->format) : NULL;
+    reel_buffer_add_meta(buf, &reel_detections_meta, dets);
+    if (masks)
+        reel_buffer_add_meta(buf, &reel_masks_meta, masks);
     return reel_element_push(e, 0, buf);
 }
 
@@ -441,11 +555,15 @@ static void stop(reel_element *e)
     if (s->found)
         g_array_free(s->found, TRUE);
     s->found = NULL;
+    if (s->runs)
+        g_array_free(s->runs, TRUE);
+    s->runs = NULL;
 }
 
 const reel_element_class reel_detect_class = {
     .name = "detect",
-    .description = "Decodes a detector's outputs (blazeface, yolov8, yolov5, ssd) into boxes on the frame",
+    .description = "Decodes a detector's outputs (blazeface, yolov8, yolov5, ssd, yolov8-seg, yolov8-pose) into "
+                   "boxes, masks and keypoints on the frame",
     .flags = REEL_CLASS_PASSTHROUGH,
     .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // reads only metadata: frames stay where they are
     .priv_size = sizeof(detect_priv),

@@ -35,7 +35,31 @@ static void json_label(GString *out, const char label[REEL_LABEL_MAX])
     g_free(text);
 }
 
-static void json_detection(GString *out, const reel_detection *d)
+// "mask": the rectangle and its runs (reel_mask).
+static void json_mask(GString *out, const reel_masks *masks, const reel_mask *m)
+{
+    g_string_append_printf(out, ", \"mask\": {\"x\": %d, \"y\": %d, \"width\": %d, \"height\": %d, \"runs\": [",
+                           m->x, m->y, m->width, m->height);
+    for (int r = 0; r < m->n_runs; r++)
+        g_string_append_printf(out, "%s%u", r ? ", " : "", masks->runs[m->first_run + r]);
+    g_string_append(out, m->truncated ? "], \"truncated\": true}" : "]}");
+}
+
+// Pose keypoints: [x, y, score] each.
+static void json_keypoints(GString *out, const reel_detection *d, int n)
+{
+    for (int l = 0; l < n; l++) {
+        g_string_append(out, l ? ", [" : ", \"keypoints\": [[");
+        reel_meta_add_number(out, d->landmarks[l][0], "%.3f", "null");
+        g_string_append(out, ", ");
+        reel_meta_add_number(out, d->landmarks[l][1], "%.3f", "null");
+        g_string_append(out, ", ");
+        reel_meta_add_number(out, d->landmark_scores[l], "%.4f", "null");
+        g_string_append(out, l + 1 < n ? "]" : "]]");
+    }
+}
+
+static void json_detection(GString *out, const reel_detection *d, const reel_masks *masks, int index)
 {
     g_string_append(out, "{\"box\": [");
     const float box[4] = { d->x0, d->y0, d->x1, d->y1 };
@@ -52,13 +76,18 @@ static void json_detection(GString *out, const reel_detection *d)
     if (d->track_id >= 0)
         g_string_append_printf(out, ", \"track\": %" G_GINT64_FORMAT, (gint64)d->track_id);
     int nl = CLAMP(d->n_landmarks, 0, REEL_MAX_LANDMARKS);
-    for (int l = 0; l < nl; l++) {
+    if (d->scored)
+        json_keypoints(out, d, nl);
+    for (int l = 0; !d->scored && l < nl; l++) {
         g_string_append(out, l ? ", [" : ", \"landmarks\": [[");
         reel_meta_add_number(out, d->landmarks[l][0], "%.3f", "null");
         g_string_append(out, ", ");
         reel_meta_add_number(out, d->landmarks[l][1], "%.3f", "null");
         g_string_append(out, l + 1 < nl ? "]" : "]]");
     }
+    const reel_mask *m = reel_masks_find(masks, index);
+    if (m)
+        json_mask(out, masks, m);
     g_string_append_c(out, '}');
 }
 
@@ -173,9 +202,10 @@ void reel_meta_json_frame(GString *out, const reel_buffer *b, const reel_detecti
         g_string_append_printf(out, ", \"width\": %d, \"height\": %d", b->format.width, b->format.height);
     }
     g_string_append(out, ", \"detections\": [");
+    const reel_masks *masks = reel_buffer_get_meta(b, &reel_masks_meta);
     for (int i = 0; dets && i < dets->n; i++) {
         g_string_append(out, i ? ", " : "");
-        json_detection(out, &dets->items[i]);
+        json_detection(out, &dets->items[i], masks, i);
     }
     g_string_append(out, "], \"classifications\": [");
     for (int i = 0; cls && i < cls->n; i++) {

@@ -16,6 +16,12 @@
 //       "label":     string         (omitted when empty)
 //       "track":     int            (omitted when untracked: track id -1)
 //       "landmarks": [[x, y], ...]  (omitted when none; 3 decimals)
+//       "keypoints": [[x, y, score], ...] instead, when the landmarks are
+//                    scored (pose; score with 4 decimals)
+//       "mask":      {"x", "y", "width", "height": the box's pixel
+//                    rectangle; "runs": [int, ...] off/on run lengths row by
+//                    row over it, off first; "truncated": true when cut at
+//                    REEL_MASK_MAX_RUNS} (detect decoder=yolov8-seg only)
 //   "classifications": array, always there (maybe empty), each:
 //       "class":     int
 //       "label":     string         (omitted when empty)

@@ -1,9 +1,11 @@
 // overlay: draws each frame's detections (boxes, labels with scores, track
-// ids, landmarks) and its zones and lines with their counts (after `zones`)
-// into the frame itself, on the element's device: the
-// primitives of gpu/overlay.h painted by reel_overlay_paint() for host
-// frames, by the "overlay" kernel for frames in device memory. Both give the
-// same bytes.
+// ids, landmarks, pose skeletons, instance masks) and its zones and lines
+// with their counts (after `zones`) into the frame itself, on the element's
+// device: the primitives of gpu/overlay.h painted by reel_overlay_paint()
+// for host frames, by the "overlay" kernel for frames in device memory. Both
+// give the same bytes. Masks are blended translucently on host frames only
+// (the kernel paints opaque primitives); on a device they are left out,
+// with a warning.
 #include <stdio.h>
 #include <string.h>
 
@@ -12,7 +14,9 @@
 
 typedef struct overlay_priv {
     int thickness, font_scale;
-    bool labels, landmarks;
+    bool labels, landmarks, masks, skeleton;
+    double alpha, keypoint_threshold;
+    bool warned_masks;
 
     bool on_device;
     reel_kernel *kernel;
@@ -31,6 +35,15 @@ static const reel_prop props[] = {
       .help = "write label, score and track id above each box", .flags = REEL_PROP_MUTABLE },
     { "landmarks", REEL_PROP_BOOL, offsetof(overlay_priv, landmarks), "true", .help = "mark each landmark",
       .flags = REEL_PROP_MUTABLE },
+    { "masks", REEL_PROP_BOOL, offsetof(overlay_priv, masks), "true",
+      .help = "fill instance masks (detect decoder=yolov8-seg) in the box's colour; host frames only",
+      .flags = REEL_PROP_MUTABLE },
+    { "alpha", REEL_PROP_DOUBLE, offsetof(overlay_priv, alpha), "0.4", 0, 1,
+      .help = "opacity of the mask fill: 0 leaves the frame, 1 paints over it", .flags = REEL_PROP_MUTABLE },
+    { "skeleton", REEL_PROP_BOOL, offsetof(overlay_priv, skeleton), "true",
+      .help = "join a pose's 17 COCO keypoints by its limbs", .flags = REEL_PROP_MUTABLE },
+    { "keypoint-threshold", REEL_PROP_DOUBLE, offsetof(overlay_priv, keypoint_threshold), "0.5", 0, 1,
+      .help = "scored keypoints (pose) below this are not drawn, nor their limbs", .flags = REEL_PROP_MUTABLE },
     { NULL },
 };
 
@@ -113,6 +126,35 @@ static void add_regions(overlay_priv *s, const reel_analytics *a, reel_pixfmt fm
     }
 }
 
+// COCO's limbs between its 17 keypoints (nose, eyes, ears, shoulders,
+// elbows, wrists, hips, knees, ankles; left before right).
+static const uint8_t coco_limbs[][2] = {
+    { 15, 13 }, { 13, 11 }, { 16, 14 }, { 14, 12 }, { 11, 12 }, { 5, 11 }, { 6, 12 }, { 5, 6 }, { 5, 7 }, { 6, 8 },
+    { 7, 9 },   { 8, 10 },  { 1, 2 },   { 0, 1 },   { 0, 2 },   { 1, 3 },  { 2, 4 },  { 3, 5 }, { 4, 6 },
+};
+
+static bool keypoint_shown(const overlay_priv *s, const reel_detection *d, int l)
+{
+    return !d->scored || d->landmark_scores[l] >= (float)s->keypoint_threshold;
+}
+
+static void add_skeleton(overlay_priv *s, const reel_detection *d, uint32_t color)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(coco_limbs); i++) {
+        int a = coco_limbs[i][0], b = coco_limbs[i][1];
+        if (keypoint_shown(s, d, a) && keypoint_shown(s, d, b))
+            add_prim(s, REEL_PRIM_LINE, clamp_coord(d->landmarks[a][0]), clamp_coord(d->landmarks[a][1]),
+                     clamp_coord(d->landmarks[b][0]), clamp_coord(d->landmarks[b][1]), color, 0);
+    }
+}
+
+static uint32_t detection_color(const reel_detection *d, reel_pixfmt fmt)
+{
+    int64_t key = d->track_id >= 0 ? d->track_id : d->class_id >= 0 ? d->class_id : 0;
+    const uint8_t *rgb = palette[key % (int64_t)G_N_ELEMENTS(palette)];
+    return reel_overlay_color(fmt, rgb[0], rgb[1], rgb[2]);
+}
+
 static void build_prims(overlay_priv *s, const reel_detections *dets, const reel_analytics *regions, reel_pixfmt fmt)
 {
     g_array_set_size(s->prims, 0);
@@ -120,11 +162,13 @@ static void build_prims(overlay_priv *s, const reel_detections *dets, const reel
         add_regions(s, regions, fmt);
     for (int i = 0; dets && i < dets->n; i++) {
         const reel_detection *d = &dets->items[i];
-        int64_t key = d->track_id >= 0 ? d->track_id : d->class_id >= 0 ? d->class_id : 0;
-        const uint8_t *rgb = palette[key % (int64_t)G_N_ELEMENTS(palette)];
-        uint32_t color = reel_overlay_color(fmt, rgb[0], rgb[1], rgb[2]);
+        uint32_t color = detection_color(d, fmt);
         add_prim(s, REEL_PRIM_RECT, (int)d->x0, (int)d->y0, (int)d->x1, (int)d->y1, color, 0);
+        if (s->skeleton && d->scored && d->n_landmarks == 17)
+            add_skeleton(s, d, color);
         for (int l = 0; s->landmarks && l < d->n_landmarks && l < REEL_MAX_LANDMARKS; l++) {
+            if (!keypoint_shown(s, d, l))
+                continue;
             int r = s->thickness, lx = (int)d->landmarks[l][0], ly = (int)d->landmarks[l][1];
             add_prim(s, REEL_PRIM_FILL, lx - r, ly - r, lx + r + 1, ly + r + 1, color, 0);
         }
@@ -189,12 +233,44 @@ static int draw_on_device(reel_element *e, reel_buffer *frame, reel_overlay_push
     return 0;
 }
 
+// The masks blended into a host frame, under the primitives.
+static void blend_masks(overlay_priv *s, const reel_masks *m, const reel_detections *dets, const reel_overlay_push *p,
+                        reel_buffer *frame)
+{
+    int alpha = (int)(s->alpha * 256 + 0.5);
+    for (int i = 0; i < m->n; i++) {
+        const reel_mask *k = &m->items[i];
+        if (k->detection < 0 || !dets || k->detection >= dets->n || k->width <= 0)
+            continue;
+        uint32_t color = detection_color(&dets->items[k->detection], (reel_pixfmt)p->fmt);
+        int64_t at = 0; // pixel index in the mask's rectangle
+        for (int r = 0; r < k->n_runs; r++) {
+            int64_t end = at + m->runs[k->first_run + r];
+            // Odd runs are on: blend them a row's part at a time.
+            for (int64_t q = at; r % 2 && q < end && q < (int64_t)k->width * k->height;) {
+                int row = (int)(q / k->width), col = (int)(q % k->width);
+                int64_t stop = MIN(end, (int64_t)(row + 1) * k->width);
+                reel_overlay_blend_span(p, frame->planes, frame->strides, k->y + row, k->x + col,
+                                        k->x + col + (int)(stop - q), color, alpha);
+                q = stop;
+            }
+            at = end;
+        }
+    }
+}
+
 static int process(reel_element *e, int pad, reel_buffer *in)
 {
     (void)pad;
     overlay_priv *s = reel_element_priv(e);
     const reel_detections *dets = reel_buffer_get_meta(in, &reel_detections_meta);
     const reel_analytics *regions = reel_buffer_get_meta(in, &reel_analytics_meta);
+    const reel_masks *masks = reel_buffer_get_meta(in, &reel_masks_meta);
+    if (masks && masks->n && s->masks && s->on_device && !s->warned_masks) {
+        reel_element_warning(e, "instance masks are drawn on host frames only: on %s they are left out (boxes, "
+                             "keypoints and labels are drawn)", reel_device_info_of(reel_element_device(e))->name);
+        s->warned_masks = true;
+    }
     if ((!dets || dets->n == 0) && (!regions || regions->n_shapes == 0))
         return reel_element_push(e, 0, in);
     const reel_caps *f = &in->format;
@@ -207,8 +283,13 @@ static int process(reel_element *e, int pad, reel_buffer *in)
         rc = reel_element_error(e, rc, "cannot copy a frame other branches share to draw on it");
     else if (s->on_device)
         rc = draw_on_device(e, in, &p);
-    else
+    else {
+        // The copy's own metadata: the frame read above may be gone by now.
+        masks = reel_buffer_get_meta(in, &reel_masks_meta);
+        if (masks && s->masks && s->alpha > 0)
+            blend_masks(s, masks, reel_buffer_get_meta(in, &reel_detections_meta), &p, in);
         reel_overlay_paint(&p, in->planes, in->strides, (const reel_overlay_prim *)s->prims->data);
+    }
     if (rc < 0) {
         reel_buffer_unref(&in);
         return rc;
@@ -228,7 +309,8 @@ static void stop(reel_element *e)
 
 const reel_element_class reel_overlay_class = {
     .name = "overlay",
-    .description = "Draws detections (boxes, labels, scores, track ids, landmarks) into the frames",
+    .description = "Draws detections (boxes, labels, scores, track ids, landmarks, pose skeletons, instance masks) "
+                   "into the frames",
     .flags = REEL_CLASS_PASSTHROUGH,
     .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN,
     .priv_size = sizeof(overlay_priv),

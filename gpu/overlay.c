@@ -191,6 +191,29 @@ void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], co
     }
 }
 
+void reel_overlay_blend_span(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3], int y,
+                             int x0, int x1, uint32_t color, int alpha)
+{
+    layout l = layout_of((reel_pixfmt)p->fmt);
+    x0 = MAX(x0, 0), x1 = MIN(x1, (int)p->width);
+    if (y < 0 || y >= (int)p->height || x0 >= x1)
+        return;
+    for (int i = 0; i < l.n_planes; i++) {
+        int xs = l.plane[i].xs, ys = l.plane[i].ys, bpp = l.plane[i].bpp;
+        if (y & ((1 << ys) - 1))
+            continue; // a subsampled row follows the luma row at its top
+        int c[4];
+        for (int k = 0; k < bpp; k++)
+            c[k] = (int)(color >> (8 * l.plane[i].chan[k]) & 255) * alpha;
+        uint8_t *row = planes[i] + (size_t)(y >> ys) * strides[i];
+        for (int cx = (x0 + (1 << xs) - 1) >> xs; cx <= (x1 - 1) >> xs; cx++)
+            for (int k = 0; k < bpp; k++) {
+                uint8_t *v = &row[cx * bpp + k];
+                *v = (uint8_t)((*v * (256 - alpha) + c[k] + 128) >> 8);
+            }
+    }
+}
+
 // Buffers {frame, prims, font}. The font buffer holds reel_font5x7, which
 // paint reads directly. Paints the whole frame: callers dispatch one
 // invocation per word of it, so groups add nothing.

@@ -67,4 +67,11 @@ uint32_t reel_overlay_color(reel_pixfmt fmt, uint8_t r, uint8_t g, uint8_t b);
 void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3],
                         const reel_overlay_prim *prims);
 
+// Blends `color` into the pixels x0 <= px < x1 of row y, alpha/256 of it
+// (0..256): v = (v * (256 - alpha) + c * alpha + 128) >> 8 per byte; a
+// subsampled sample blends when the pixel at its top left is in the span.
+// Host frames only: instance masks are drawn on the cpu path.
+void reel_overlay_blend_span(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3], int y,
+                             int x0, int x1, uint32_t color, int alpha);
+
 #endif

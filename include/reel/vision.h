@@ -30,7 +30,8 @@ REEL_API reel_buffer *reel_buffer_source_frame(const reel_buffer *tensor);
 // Attaches a new reference to `frame` to `tensor`.
 REEL_API void reel_buffer_set_source_frame(reel_buffer *tensor, reel_buffer *frame);
 
-#define REEL_MAX_LANDMARKS 8
+// Landmarks of one detection: BlazeFace's six, or COCO's 17 pose keypoints.
+#define REEL_MAX_LANDMARKS 17
 #define REEL_LABEL_MAX 32
 
 // One detected object, in frame pixels.
@@ -42,6 +43,10 @@ typedef struct reel_detection {
     int64_t track_id;      // -1: not tracked
     int n_landmarks;
     float landmarks[REEL_MAX_LANDMARKS][2];
+    // Pose keypoints are landmarks with a confidence each (0..1, the
+    // model's visibility score); landmark_scores is set only when scored.
+    bool scored;
+    float landmark_scores[REEL_MAX_LANDMARKS];
 } reel_detection;
 
 // The detections of one frame: one meta of this type per frame.
@@ -54,6 +59,42 @@ REEL_API extern const reel_meta_type reel_detections_meta;
 // A zeroed list of n detections (class and track ids -1), freed by the
 // buffer it is attached to (or g_free()).
 REEL_API reel_detections *reel_detections_new(int n);
+
+// Instance masks of a frame's detections (detect decoder=yolov8-seg): one
+// meta per frame, next to its reel_detections. A mask covers its detection's
+// box rounded out to whole pixels, the rectangle x, y, width, height in frame
+// pixels, and says which of its pixels are the object as run lengths, row
+// by row over the rectangle (row-major, a run may go on into the next row),
+// alternately off and on, starting with off (a first run of 0 when the top
+// left pixel is on); pixels after the last run are off.
+//
+// Runs over the box, not the frame: outside the box a mask is empty by
+// construction, so runs over the box are as few and their count does not
+// grow with the frame; rows in frame order let a painter walk them as
+// spans. A mask keeps at most REEL_MASK_MAX_RUNS runs (a convex shape needs
+// about two per row: 4096 rows), so a frame's masks take at most
+// max detections * 32 KiB; a mask cut there says truncated, its pixels past
+// the last run kept read as off.
+#define REEL_MASK_MAX_RUNS 8192
+typedef struct reel_mask {
+    int detection;            // index into the frame's detections
+    int x, y, width, height;  // the rectangle, in frame pixels
+    int first_run, n_runs;    // its runs: runs[first_run .. first_run + n_runs)
+    bool truncated;
+} reel_mask;
+
+typedef struct reel_masks {
+    int n, n_runs;
+    reel_mask *items;         // n of them, in the same allocation
+    uint32_t *runs;           // n_runs, every mask's, in the same allocation
+} reel_masks;
+REEL_API extern const reel_meta_type reel_masks_meta;
+// Zeroed, with room for n masks and n_runs runs, freed by its buffer.
+REEL_API reel_masks *reel_masks_new(int n, int n_runs);
+// The mask of detection `detection`, or NULL.
+REEL_API const reel_mask *reel_masks_find(const reel_masks *m, int detection);
+// Writes the mask's pixels, width * height bytes row by row, 1 on, 0 off.
+REEL_API void reel_mask_decode(const reel_masks *m, const reel_mask *mask, uint8_t *out);
 
 // What an infer attached to a frame: the model's output tensors (host
 // buffers, format.shape says their shapes) and the transform from the frame

@@ -50,7 +50,7 @@ static void read_detection(reader *r, reel_detection *d)
     take(r, d->label, sizeof d->label);
     TAKE(r, d->track_id);
     TAKE(r, d->n_landmarks);
-    take(r, d->landmarks, sizeof d->landmarks);
+    take(r, d->landmarks, 8 * sizeof d->landmarks[0]); // the layout keeps 8 (REEL_MAX_LANDMARKS was 8)
 }
 
 static void read_classification(reader *r, reel_classification *c)

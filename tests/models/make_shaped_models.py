@@ -101,9 +101,8 @@ def resnet18(out_dir):
     m.save([1, 3, 224, 224], y, out_dir)
 
 
-def yolov8n(out_dir, size=320):
-    m = Net("yolov8n-%d" % size)
-
+def yolov8n_features(m):
+    """YOLOv8n's backbone and neck on m's "input": the features at strides 8, 16 and 32 (64, 128, 256 channels)."""
     def c2f(x, cin, cout, n, shortcut):
         half = cout // 2
         y = m.conv(x, cin, cout, 1, act="silu")
@@ -138,6 +137,12 @@ def yolov8n(out_dir, size=320):
 
     h4 = c2f(m.op("Concat", [up(p5), p4], axis=1), 384, 128, 1, False)
     h3 = c2f(m.op("Concat", [up(h4), p3], axis=1), 192, 64, 1, False)
+    return h3, h4, p5
+
+
+def yolov8n(out_dir, size=320):
+    m = Net("yolov8n-%d" % size)
+    h3, h4, p5 = yolov8n_features(m)
     outs = []
     for feat, ch in [(h3, 64), (h4, 128), (p5, 256)]:
         box = m.conv(m.conv(m.conv(feat, ch, 64, 3, act="silu"), 64, 64, 3, act="silu"), 64, 64, 1, bn=False,
