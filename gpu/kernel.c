@@ -44,6 +44,7 @@ NN_SHADER2(nn_pad)
 NN_SHADER2(nn_reduce)
 NN_SHADER2(nn_convtranspose)
 NN_SHADER2(nn_batchnorm)
+NN_SHADER2(nn_norm)
 #undef NN_SHADER2
 #undef NN_SHADER
 
@@ -95,6 +96,8 @@ const reel_kernel_desc reel_kernel_descs[] = {
     // models/vulkan/ops_convt.c's convt_push, bn_push.
     NN_DESC2(nn_convtranspose, 4, 1u << 3, 108, 64),
     NN_DESC2(nn_batchnorm, 6, 1u << 5, 16, 256),
+    // models/vulkan/ops_norm.c's norm_push (a workgroup per row; local size a power of 2 <= 256).
+    NN_DESC2(nn_norm, 6, (1u << 3) | (1u << 4) | (1u << 5), 24, 256),
 };
 const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
 

