@@ -85,12 +85,61 @@ static void norm_refusals(void **state)
                "empty InstanceNormalization");
 }
 
+// Indices in [-dim, dim) of dtype dt and shape s.
+static reel_tensor *indices(reel_dtype dt, int rank, const int64_t *s, int64_t dim, unsigned seed)
+{
+    reel_tensor *t = reel_tensor_new(dt, rank, s);
+    assert_non_null(t);
+    int64_t n = reel_tensor_count(rank, s);
+    for (int64_t i = 0; i < n; i++)
+        vkt_set_int(t, i, (int64_t)(rand_r(&seed) % (unsigned)(2 * dim)) - dim);
+    return t;
+}
+
+static void gather_elements(void **state)
+{
+    (void)state;
+    int64_t xs[3] = { 3, 4, 5 }, is[3] = { 2, 3, 7 };
+    unsigned seed = 400;
+    for (int axis = -3; axis < 3; axis++)
+        for (int v = 0; v < 3; v++) {
+            int a = axis < 0 ? axis + 3 : axis;
+            int64_t s[3] = { 2, 3, 4 };
+            s[a] = is[a];
+            reel_tensor *x;
+            if (v == 2) { // int64 data: two words an element
+                x = reel_tensor_new(REEL_DTYPE_INT64, 3, xs);
+                for (int64_t i = 0; i < 60; i++)
+                    ((int64_t *)x->data)[i] = (i - 30) * 0x100000001ll;
+            } else {
+                x = frand(3, xs, seed++);
+            }
+            vkt_call c = { .op = "GatherElements", .exact = true };
+            vkt_attr_int(&c, "axis", axis);
+            char what[64];
+            g_snprintf(what, sizeof what, "GatherElements axis %d variant %d", axis, v);
+            reel_dtype dt = v == 1 ? REEL_DTYPE_INT32 : REEL_DTYPE_INT64;
+            vkt_check(&c, 2, (reel_tensor *[]){ x, indices(dt, 3, s, xs[a], seed++) }, what);
+        }
+    // A constant index out of range: the cpu's to refuse.
+    vkt_call c = { .op = "GatherElements", .consts = 2u };
+    int64_t one = 1;
+    reel_tensor *idx = vkt_ints(REEL_DTYPE_INT64, 1, (int64_t[]){ 5 });
+    (void)one;
+    vkt_refuse(&c, 2, (reel_tensor *[]){ frand(1, (int64_t[]){ 4 }, seed++), idx }, "index out of range");
+    // bool data: one byte an element.
+    vkt_call b = { .op = "GatherElements" };
+    reel_tensor *xb = reel_tensor_new(REEL_DTYPE_BOOL, 1, (int64_t[]){ 4 });
+    vkt_refuse(&b, 2, (reel_tensor *[]){ xb, vkt_ints(REEL_DTYPE_INT64, 1, (int64_t[]){ 1 }) }, "bool data");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(layer_norm),
         cmocka_unit_test(group_norms),
         cmocka_unit_test(norm_refusals),
+        cmocka_unit_test(gather_elements),
     };
     return vkt_run_group(tests, G_N_ELEMENTS(tests), 18, false);
 }
