@@ -5,6 +5,7 @@
 // (a broadcast Scale, empty tensors, other dtypes). Exit 77 without a
 // Vulkan device; under REEL_VULKAN_VALIDATION=1 any validation message
 // fails the test.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,58 @@ static void gather_elements(void **state)
     vkt_refuse(&b, 2, (reel_tensor *[]){ xb, vkt_ints(REEL_DTYPE_INT64, 1, (int64_t[]){ 1 }) }, "bool data");
 }
 
+// Small integers as floats (ties everywhere), every 11th a NaN.
+static reel_tensor *tied(int rank, const int64_t *s, unsigned seed)
+{
+    reel_tensor *t = reel_tensor_new(REEL_DTYPE_FLOAT32, rank, s);
+    assert_non_null(t);
+    int64_t n = reel_tensor_count(rank, s);
+    for (int64_t i = 0; i < n; i++)
+        ((float *)t->data)[i] = i % 11 == 4 ? NAN : (float)(rand_r(&seed) % 3);
+    return t;
+}
+
+static reel_tensor *bools(int rank, const int64_t *s, unsigned seed)
+{
+    reel_tensor *t = reel_tensor_new(REEL_DTYPE_BOOL, rank, s);
+    assert_non_null(t);
+    int64_t n = reel_tensor_count(rank, s);
+    for (int64_t i = 0; i < n; i++)
+        vkt_set_int(t, i, rand_r(&seed) % 2);
+    return t;
+}
+
+// The comparisons and the logic, broadcasting (a scalar, a row, a column)
+// and with an empty-free odd length (the kernel writes bools by the word).
+static void compare_logic(void **state)
+{
+    (void)state;
+    static const char *const cmp[] = { "Less", "LessOrEqual", "GreaterOrEqual" };
+    static const char *const logic[] = { "And", "Or", "Xor" };
+    int64_t as[3] = { 2, 3, 5 }, bs[3][3] = { { 1, 1, 1 }, { 1, 1, 5 }, { 2, 3, 1 } };
+    unsigned seed = 500;
+    for (int o = 0; o < 3; o++)
+        for (int k = 0; k < 3; k++) {
+            char what[64];
+            vkt_call c = { .op = cmp[o] };
+            g_snprintf(what, sizeof what, "%s float32 b %d", cmp[o], k);
+            vkt_check(&c, 2, (reel_tensor *[]){ tied(3, as, seed++), tied(3, bs[k], seed++) }, what);
+            reel_tensor *a = reel_tensor_new(REEL_DTYPE_INT64, 3, as), *b = reel_tensor_new(REEL_DTYPE_INT64, 2, as + 1);
+            for (int64_t i = 0; i < 30; i++)
+                vkt_set_int(a, i, (i % 7 - 3) * 0x100000000ll + i % 2);
+            for (int64_t i = 0; i < 15; i++)
+                vkt_set_int(b, i, (i % 5 - 2) * 0x100000000ll);
+            g_snprintf(what, sizeof what, "%s int64", cmp[o]);
+            vkt_check(&c, 2, (reel_tensor *[]){ a, b }, what);
+            vkt_call l = { .op = logic[o] };
+            g_snprintf(what, sizeof what, "%s b %d", logic[o], k);
+            vkt_check(&l, 2, (reel_tensor *[]){ bools(3, as, seed++), bools(3, bs[k], seed++) }, what);
+        }
+    vkt_call n = { .op = "Not" };
+    vkt_check(&n, 1, (reel_tensor *[]){ bools(3, as, seed++) }, "Not");
+    vkt_check(&n, 1, (reel_tensor *[]){ bools(1, (int64_t[]){ 7 }, seed++) }, "Not of 7");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +193,7 @@ int main(void)
         cmocka_unit_test(group_norms),
         cmocka_unit_test(norm_refusals),
         cmocka_unit_test(gather_elements),
+        cmocka_unit_test(compare_logic),
     };
     return vkt_run_group(tests, G_N_ELEMENTS(tests), 18, false);
 }
