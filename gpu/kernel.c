@@ -28,6 +28,7 @@ NN_SHADER(nn_cast)
 NN_SHADER(nn_gather)
 NN_SHADER(nn_fill)
 NN_SHADER(nn_argmax)
+NN_SHADER(nn_topk)
 NN_SHADER(nn_gather_elements)
 // Model kernels over floats, each with a float16-storage form NAME_f16
 // (CMakeLists.txt's REEL_SHADERS_F16).
@@ -92,6 +93,8 @@ const reel_kernel_desc reel_kernel_descs[] = {
     NN_DESC(nn_fill, 1, 1u << 0, 128, 64),
     // models/vulkan/ops_select.c's arg_push (with a workgroup per output, a power of 2 <= 256).
     NN_DESC(nn_argmax, 2, 1u << 1, 16, 64),
+    // models/vulkan/ops_select.c's topk_push.
+    NN_DESC(nn_topk, 3, (1u << 1) | (1u << 2), 20, 64),
     // models/vulkan/ops_index.c's gel_push.
     NN_DESC(nn_gather_elements, 3, 1u << 2, 72, 256),
     // models/vulkan/ops_reduce.c's reduce_push (one workgroup per output; local size a power of 2 <= 256).

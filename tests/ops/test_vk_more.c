@@ -186,6 +186,41 @@ static void compare_logic(void **state)
     vkt_check(&n, 1, (reel_tensor *[]){ bools(1, (int64_t[]){ 7 }, seed++) }, "Not of 7");
 }
 
+// TopK against the cpu: every axis, largest and smallest, k from 1 to the
+// most the kernel keeps, ties and NaN; K from the input (opset 11) and the
+// attribute (opset 1); what stays on the cpu.
+static void topk(void **state)
+{
+    (void)state;
+    int64_t s[3] = { 3, 40, 5 };
+    static const int64_t ks[] = { 1, 3, 5, 32 };
+    unsigned seed = 600;
+    for (int axis = -3; axis < 3; axis++)
+        for (size_t kk = 0; kk < G_N_ELEMENTS(ks); kk++)
+            for (int largest = 0; largest < 2; largest++) {
+                int a = axis < 0 ? axis + 3 : axis;
+                if (ks[kk] > s[a])
+                    continue;
+                vkt_call c = { .op = "TopK", .opset = 11, .consts = 2u, .n_out = 2, .exact = true };
+                vkt_attr_int(&c, "axis", axis);
+                vkt_attr_int(&c, "largest", largest);
+                char what[64];
+                g_snprintf(what, sizeof what, "TopK axis %d k %d largest %d", axis, (int)ks[kk], largest);
+                vkt_check(&c, 2, (reel_tensor *[]){ tied(3, s, seed++), vkt_ints(REEL_DTYPE_INT64, 1, &ks[kk]) },
+                          what);
+            }
+    vkt_call old = { .op = "TopK", .opset = 1, .n_out = 2, .exact = true };
+    vkt_attr_int(&old, "k", 2);
+    vkt_check(&old, 1, (reel_tensor *[]){ tied(2, (int64_t[]){ 4, 9 }, seed++) }, "TopK opset 1");
+    // k past what the kernel keeps, and K computed at run time.
+    vkt_call big = { .op = "TopK", .opset = 11, .consts = 2u, .n_out = 2 };
+    vkt_refuse(&big, 2, (reel_tensor *[]){ tied(1, (int64_t[]){ 40 }, seed++), vkt_ints(REEL_DTYPE_INT64, 1, (int64_t[]){ 33 }) },
+               "TopK k 33");
+    vkt_call hidden = { .op = "TopK", .opset = 11, .consts = 2u, .hide = 2u, .n_out = 2 };
+    vkt_refuse(&hidden, 2, (reel_tensor *[]){ tied(1, (int64_t[]){ 40 }, seed++), vkt_ints(REEL_DTYPE_INT64, 1, (int64_t[]){ 3 }) },
+               "TopK K at run time");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +229,7 @@ int main(void)
         cmocka_unit_test(norm_refusals),
         cmocka_unit_test(gather_elements),
         cmocka_unit_test(compare_logic),
+        cmocka_unit_test(topk),
     };
     return vkt_run_group(tests, G_N_ELEMENTS(tests), 18, false);
 }
