@@ -1,10 +1,14 @@
-// The Vulkan LayerNormalization, GroupNormalization, InstanceNormalization
-// (models/vulkan/ops_norm.c) against the cpu ops: negative axes, rows
-// longer and shorter than a workgroup, the Mean and InvStdDev outputs,
-// per-group and per-channel affines; and what supports() must refuse
-// (a broadcast Scale, empty tensors, other dtypes). Exit 77 without a
-// Vulkan device; under REEL_VULKAN_VALIDATION=1 any validation message
-// fails the test.
+// The Vulkan kernels of models/vulkan/ops_norm.c (LayerNormalization,
+// GroupNormalization, InstanceNormalization), ops_index.c (GatherElements),
+// ops_select.c (TopK) and ops_misc.c's newer comparisons and bool logic
+// against the cpu ops: negative axes, rows longer and shorter than a
+// workgroup, Mean and InvStdDev, per-group and per-channel affines, int32
+// and int64 indices and 8-byte data, broadcasting, ties and NaN, K as an
+// attribute and an input; and what supports() must refuse (a broadcast
+// Scale, an empty tensor, a constant index out of range, bool data, k past
+// 32, K computed at run time). The normalizations run again in an fp16
+// context. Exit 77 without a Vulkan device; under REEL_VULKAN_VALIDATION=1
+// any validation message fails the test.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,5 +235,13 @@ int main(void)
         cmocka_unit_test(compare_logic),
         cmocka_unit_test(topk),
     };
-    return vkt_run_group(tests, G_N_ELEMENTS(tests), 18, false);
+    int rc = vkt_run_group(tests, G_N_ELEMENTS(tests), 18, false);
+    if (rc != 0)
+        return rc;
+    // The normalizations again with float16 storage (their _f16 kernel).
+    const struct CMUnitTest f16_tests[] = {
+        cmocka_unit_test(layer_norm),
+        cmocka_unit_test(group_norms),
+    };
+    return vkt_run_group(f16_tests, G_N_ELEMENTS(f16_tests), 18, true);
 }
