@@ -28,6 +28,8 @@ NN_SHADER(nn_cast)
 NN_SHADER(nn_gather)
 NN_SHADER(nn_fill)
 NN_SHADER(nn_argmax)
+NN_SHADER(nn_topk)
+NN_SHADER(nn_gather_elements)
 // Model kernels over floats, each with a float16-storage form NAME_f16
 // (CMakeLists.txt's REEL_SHADERS_F16).
 #define NN_SHADER2(name) NN_SHADER(name) NN_SHADER(name##_f16)
@@ -44,6 +46,7 @@ NN_SHADER2(nn_pad)
 NN_SHADER2(nn_reduce)
 NN_SHADER2(nn_convtranspose)
 NN_SHADER2(nn_batchnorm)
+NN_SHADER2(nn_norm)
 #undef NN_SHADER2
 #undef NN_SHADER
 
@@ -90,11 +93,17 @@ const reel_kernel_desc reel_kernel_descs[] = {
     NN_DESC(nn_fill, 1, 1u << 0, 128, 64),
     // models/vulkan/ops_select.c's arg_push (with a workgroup per output, a power of 2 <= 256).
     NN_DESC(nn_argmax, 2, 1u << 1, 16, 64),
+    // models/vulkan/ops_select.c's topk_push.
+    NN_DESC(nn_topk, 3, (1u << 1) | (1u << 2), 20, 64),
+    // models/vulkan/ops_index.c's gel_push.
+    NN_DESC(nn_gather_elements, 3, 1u << 2, 72, 256),
     // models/vulkan/ops_reduce.c's reduce_push (one workgroup per output; local size a power of 2 <= 256).
     NN_DESC2(nn_reduce, 2, 1u << 1, 120, 64),
     // models/vulkan/ops_convt.c's convt_push, bn_push.
     NN_DESC2(nn_convtranspose, 4, 1u << 3, 108, 64),
     NN_DESC2(nn_batchnorm, 6, 1u << 5, 16, 256),
+    // models/vulkan/ops_norm.c's norm_push (a workgroup per row; local size a power of 2 <= 256).
+    NN_DESC2(nn_norm, 6, (1u << 3) | (1u << 4) | (1u << 5), 24, 256),
 };
 const int reel_n_kernel_descs = G_N_ELEMENTS(reel_kernel_descs);
 

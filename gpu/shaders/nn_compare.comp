@@ -1,4 +1,5 @@
-// Equal and Greater with numpy broadcasting (rank <= 6): out[i] = a[ia] OP b[ib]
+// Equal, Greater, Less, LessOrEqual, GreaterOrEqual, and the bool
+// logic And, Or, Xor and Not (b bound to a there) with numpy broadcasting (rank <= 6): out[i] = a[ia] OP b[ib]
 // as one bool byte per element. Tensors are bound as 32-bit words so no 8-bit
 // or 64-bit shader features are needed: int64 and float64 are (low, high)
 // word pairs (float64 compared through its bits), 8-bit types are bytes of a
@@ -16,12 +17,15 @@ layout(std430, set = 0, binding = 2) writeonly buffer Out { uint o[]; };
 layout(push_constant, std430) uniform Push {
     uint n;         // output elements
     uint rank;      // 1..6
-    uint op;        // 0: Equal, 1: Greater
+    uint op;        // ops_misc.c's CMP_*
     uint kind;      // element kind, ops_misc.c's EK_*
     uint shape[6];
     int a_st[6];
     int b_st[6];
 } pc;
+
+// Op codes: models/vulkan/ops_misc.c's CMP_*.
+const uint EQUAL = 0, GREATER = 1, LESS = 2, LESS_EQUAL = 3, GREATER_EQUAL = 4, AND = 5, OR = 6, XOR = 7, NOT = 8;
 
 const uint EK_F32 = 0, EK_I32 = 1, EK_I64 = 2, EK_U8 = 3, EK_I8 = 4, EK_F16 = 8, EK_F64 = 9;
 
@@ -94,8 +98,22 @@ uint result(uint e)
         ia += int(c) * pc.a_st[k];
         ib += int(c) * pc.b_st[k];
     }
-    int c = compare_at(ia, ib);
-    return (pc.op == 0u ? c == 0 : c == 1) ? 1u : 0u;
+    if (pc.op >= AND) { // bools: a byte each, any nonzero true
+        bool x = bitfieldExtract(a[ia >> 2], (ia & 3) * 8, 8) != 0u;
+        bool y = bitfieldExtract(b[ib >> 2], (ib & 3) * 8, 8) != 0u;
+        bool v = pc.op == AND ? x && y : (pc.op == OR ? x || y : (pc.op == XOR ? x != y : !x));
+        return v ? 1u : 0u;
+    }
+    int c = compare_at(ia, ib); // 2 (unordered) makes every comparison false
+    bool v;
+    switch (pc.op) {
+    case EQUAL: v = c == 0; break;
+    case GREATER: v = c == 1; break;
+    case LESS: v = c == -1; break;
+    case LESS_EQUAL: v = c == -1 || c == 0; break;
+    default: v = c == 0 || c == 1; break; // GREATER_EQUAL
+    }
+    return v ? 1u : 0u;
 }
 
 void main()

@@ -1,4 +1,5 @@
-// Vulkan ops on tensors of any type: Equal and Greater (nn_compare), Where
+// Vulkan ops on tensors of any type: Equal, Greater, Less, LessOrEqual,
+// GreaterOrEqual and the bool And, Or, Xor, Not (nn_compare), Where
 // (nn_where), Cast (nn_cast), Gather (nn_gather), and Shape, Constant and
 // ConstantOfShape, whose values are known on the host when the node is
 // planned, written by nn_fill. Semantics follow models/cpu/elementwise.c and
@@ -203,7 +204,20 @@ static void walk_to_push(const bcast_walk *w, uint32_t *shape, int32_t *const *s
     }
 }
 
-// ---- Equal, Greater -----------------------------------------------------------
+// ---- Equal, Greater, Less, ..., And, Or, Xor, Not ------------------------------
+
+// nn_compare's op codes, by op name: the comparisons, then the bool logic.
+static const char *const compare_ops[] = { "Equal", "Greater", "Less", "LessOrEqual", "GreaterOrEqual",
+                                           "And", "Or", "Xor", "Not" };
+enum { CMP_AND = 5, CMP_NOT = 8 };
+
+static int compare_op_of(const char *op)
+{
+    for (int i = 0; i < (int)G_N_ELEMENTS(compare_ops); i++)
+        if (strcmp(op, compare_ops[i]) == 0)
+            return i;
+    return -1;
+}
 
 typedef struct compare_push {
     uint32_t n, rank, op, kind;
@@ -217,9 +231,15 @@ _Static_assert(sizeof(compare_push) == 88, "gpu/kernel.c's nn_compare push size"
 static bool compare_plan(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, bool half,
                          compare_push *p)
 {
-    if (n->n_inputs != 2 || n->n_outputs < 1 || !in[0] || !in[1] || !out[0])
+    int op = compare_op_of(n->op);
+    // Not is a logic op of one input: b is a again.
+    int n_in = op == CMP_NOT ? 1 : 2;
+    if (op < 0 || n->n_inputs != n_in || n->n_outputs < 1 || !in[0] || !in[n_in - 1] || !out[0])
         return false;
-    const reel_tensor *a = in[0], *b = in[1], *o = out[0];
+    reel_tensor *ab[2] = { in[0], in[n_in - 1] };
+    const reel_tensor *a = ab[0], *b = ab[1], *o = out[0];
+    if (op >= CMP_AND && a->dtype != REEL_DTYPE_BOOL)
+        return false;
     int kind = kind_of(a->dtype);
     if (kind == EK_BOOL)
         kind = EK_U8;
@@ -229,10 +249,10 @@ static bool compare_plan(const reel_ir_node *n, reel_tensor *const *in, reel_ten
         !indexable(o))
         return false;
     bcast_walk w;
-    if (!bcast_walk_init(&w, o, in, 2))
+    if (!bcast_walk_init(&w, o, ab, 2))
         return false;
-    *p = (compare_push){ .n = (uint32_t)count_of(o), .rank = (uint32_t)w.rank,
-                         .op = strcmp(n->op, "Greater") == 0, .kind = (uint32_t)kind };
+    *p = (compare_push){ .n = (uint32_t)count_of(o), .rank = (uint32_t)w.rank, .op = (uint32_t)op,
+                         .kind = (uint32_t)kind };
     walk_to_push(&w, p->shape, (int32_t *[]){ p->a_st, p->b_st });
     return true;
 }
@@ -256,7 +276,7 @@ static int compare_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in,
     stored_views sv;
     if (!stored_views_of(&sv, ctx, n, in, out) || !compare_plan(n, sv.in, sv.out, ctx->f16, &p))
         return REEL_EINVAL;
-    reel_mem *bufs[3] = { in[0]->mem, in[1]->mem, out[0]->mem };
+    reel_mem *bufs[3] = { in[0]->mem, in[n->n_inputs - 1]->mem, out[0]->mem };
     return dispatch(ctx, n, "nn_compare", bufs, 3, &p, sizeof p, words_of(sv.out[0]));
 }
 
@@ -264,6 +284,16 @@ static const vk_op op_equal = { .name = "Equal", .supports = compare_supports, .
                                 .supports_f16 = compare_supports_f16 };
 static const vk_op op_greater = { .name = "Greater", .supports = compare_supports, .run = compare_run,
                                   .supports_f16 = compare_supports_f16 };
+// In fp16 sessions these stay on the cpu: float16 rounding would make ties
+// (and so answers) the float32 comparisons do not give.
+static const vk_op op_less = { .name = "Less", .supports = compare_supports, .run = compare_run };
+static const vk_op op_less_equal = { .name = "LessOrEqual", .supports = compare_supports, .run = compare_run };
+static const vk_op op_greater_equal = { .name = "GreaterOrEqual", .supports = compare_supports, .run = compare_run };
+// On bools only: no float32 tensor, so fp16 sessions never ask.
+static const vk_op op_and = { .name = "And", .supports = compare_supports, .run = compare_run };
+static const vk_op op_or = { .name = "Or", .supports = compare_supports, .run = compare_run };
+static const vk_op op_xor = { .name = "Xor", .supports = compare_supports, .run = compare_run };
+static const vk_op op_not = { .name = "Not", .supports = compare_supports, .run = compare_run };
 
 // ---- Where --------------------------------------------------------------------
 
@@ -619,5 +649,5 @@ static const vk_op op_constant_of_shape = { .name = "ConstantOfShape", .supports
                                             .supports_f16 = fill_supports };
 
 const vk_op *const vk_ops_misc[] = {
-    &op_equal, &op_greater, &op_where, &op_cast, &op_gather, &op_shape, &op_constant, &op_constant_of_shape, NULL,
+    &op_equal, &op_greater, &op_less, &op_less_equal, &op_greater_equal, &op_and, &op_or, &op_xor, &op_not, &op_where, &op_cast, &op_gather, &op_shape, &op_constant, &op_constant_of_shape, NULL,
 };

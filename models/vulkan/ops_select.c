@@ -1,5 +1,5 @@
 // Vulkan kernels: ArgMax, ArgMin (float32, any axis; one nn_argmax
-// dispatch). Axis, keepdims and select_last_index as models/cpu/select.c
+// dispatch), TopK (float32, k up to 32; one nn_topk dispatch). Axis, keepdims and select_last_index as models/cpu/select.c
 // reads them; ties and NaN as there. Other dtypes, and float16 storage
 // (where rounding makes ties the cpu would not see), stay on the cpu.
 #include <string.h>
@@ -87,8 +87,85 @@ static int arg_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_
 static const vk_op op_argmax = { .name = "ArgMax", .supports = arg_supports, .run = arg_run };
 static const vk_op op_argmin = { .name = "ArgMin", .supports = arg_supports, .run = arg_run };
 
+// ---- TopK -----------------------------------------------------------------------
+
+#define TOPK_MAX_K 32 // nn_topk's kept values per slice
+
+typedef struct topk_push {
+    uint32_t slices, dim, inner, k, largest;
+} topk_push;
+_Static_assert(sizeof(topk_push) == 20, "gpu/kernel.c's nn_topk push size");
+
+// k from the output's shape, which the cpu's infer made from the attribute
+// (before opset 10) or the constant K input; a K computed at run time, and
+// sorted = 0 answered sorted, as the cpu does.
+static bool topk_plan(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, topk_push *p)
+{
+    // Without the Indices output (the kernel writes both) it stays on the cpu.
+    if (n->n_inputs < 1 || n->n_inputs > 2 || n->n_outputs != 2 || !in[0] || !out[0] || !out[1])
+        return false;
+    const reel_tensor *x = in[0], *v = out[0], *ix = out[1];
+    int64_t total = reel_tensor_count(x->rank, x->shape);
+    if (x->dtype != REEL_DTYPE_FLOAT32 || v->dtype != REEL_DTYPE_FLOAT32 || x->rank < 1 || x->rank > R ||
+        total <= 0 || total > INT32_MAX || v->rank != x->rank)
+        return false;
+    int64_t axis = reel_ir_attr_int(n, "axis", -1);
+    if (axis < -x->rank || axis >= x->rank)
+        return false;
+    if (axis < 0)
+        axis += x->rank;
+    int64_t k = v->shape[axis], dim = x->shape[axis];
+    if (n->n_inputs == 2) { // K must be on the host and agree
+        const reel_tensor *kt = in[1];
+        if (!kt || !kt->data || kt->dtype != REEL_DTYPE_INT64 || reel_tensor_count(kt->rank, kt->shape) != 1 ||
+            ((const int64_t *)kt->data)[0] != k)
+            return false;
+    }
+    if (k < 1 || k > TOPK_MAX_K || k > dim)
+        return false;
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && v->shape[d] != x->shape[d])
+            return false;
+    if (ix->dtype != REEL_DTYPE_INT64 || ix->rank != v->rank ||
+        memcmp(ix->shape, v->shape, sizeof(int64_t) * (size_t)v->rank) != 0)
+        return false;
+    int64_t inner = reel_tensor_count(x->rank - (int)axis - 1, x->shape + axis + 1);
+    *p = (topk_push){ .slices = (uint32_t)(total / dim), .dim = (uint32_t)dim, .inner = (uint32_t)inner,
+                      .k = (uint32_t)k, .largest = reel_ir_attr_int(n, "largest", 1) != 0 };
+    return true;
+}
+
+static bool topk_supports(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    topk_push p;
+    return topk_plan(n, in, out, &p);
+}
+
+static int topk_run(vk_ctx *ctx, const reel_ir_node *n, vk_tensor *const *in, vk_tensor *const *out)
+{
+    reel_tensor *tin[2] = { (reel_tensor *)in[0]->t, n->n_inputs > 1 && in[1] ? (reel_tensor *)in[1]->t : NULL };
+    reel_tensor *tout[2] = { (reel_tensor *)out[0]->t, n->n_outputs > 1 && out[1] ? (reel_tensor *)out[1]->t : NULL };
+    topk_push p;
+    if (!topk_plan(n, tin, tout, &p))
+        return REEL_EINVAL;
+    GError *error = NULL;
+    reel_kernel *k = vk_ctx_kernel(ctx, "nn_topk", &error);
+    if (!k) {
+        int code = error && error->domain == REEL_ERROR && error->code < 0 ? error->code : REEL_EUNSUPPORTED;
+        g_warning("node %s (%s): %s", n->name, n->op, error ? error->message : "nn_topk");
+        g_clear_error(&error);
+        return code;
+    }
+    reel_mem *bufs[3] = { in[0]->mem, out[0]->mem, out[1]->mem };
+    return vk_ctx_dispatch(ctx, k, bufs, 3, &p, sizeof p, p.slices);
+}
+
+// In fp16 sessions TopK stays on the cpu: float16 rounding makes ties.
+static const vk_op op_topk = { .name = "TopK", .supports = topk_supports, .run = topk_run };
+
 const vk_op *const vk_ops_select[] = {
     &op_argmax,
     &op_argmin,
+    &op_topk,
     NULL,
 };

@@ -103,7 +103,7 @@ typedef struct vk_op {
 extern const vk_op *const vk_ops_nn[];    // models/vulkan/ops_nn.c: Conv, Gemm, MatMul, pools
 extern const vk_op *const vk_ops_basic[]; // models/vulkan/ops_basic.c: elementwise, copies, Softmax
 extern const vk_op *const vk_ops_resize[]; // models/vulkan/ops_resize.c: Resize, Upsample, Pad
-// models/vulkan/ops_misc.c: Equal, Greater, Where, Cast, Gather, Shape, Constant, ConstantOfShape
+// models/vulkan/ops_misc.c: Equal, Greater, Less, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not, Where, Cast, Gather, Shape, Constant, ConstantOfShape
 extern const vk_op *const vk_ops_misc[];
 extern const vk_op *const vk_ops_reduce[]; // models/vulkan/ops_reduce.c: ReduceSum, ReduceMean, ReduceMax
 extern const vk_op *const vk_ops_convt[];  // models/vulkan/ops_convt.c: ConvTranspose, BatchNormalization
