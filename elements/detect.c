@@ -13,21 +13,25 @@
 //   yolov5     [1, N, 5 + C]: cx, cy, w, h, objectness, C class scores
 //   ssd        boxes [1, N, 4] (y0, x0, y1, x1, normalized 0..1) and scores
 //              [1, N, C] (probabilities; the class id is the column)
+//   db         a text probability map [1, 1, H, W] (PaddleOCR's detectors):
+//              rotated boxes of text regions (elements/db.h), their corners
+//              as the 4 landmarks; no NMS (regions do not overlap)
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "elements/db.h"
 #include "elements/postprocess.h"
 #include "reel/reel.h"
 
-enum { DEC_AUTO, DEC_BLAZEFACE, DEC_YOLOV8, DEC_YOLOV5, DEC_SSD };
+enum { DEC_AUTO, DEC_BLAZEFACE, DEC_YOLOV8, DEC_YOLOV5, DEC_SSD, DEC_DB };
 enum { NMS_AUTO, NMS_HARD, NMS_WEIGHTED };
 #define MAX_STRIDES 16
 #define MAX_PARTS 8
 
 typedef struct detect_priv {
     int decoder, nms, max, input_size;
-    double threshold, iou;
+    double threshold, iou, binarize, unclip, min_size;
     char *labels_path, *strides_text, *scores, *boxes;
 
     char **labels;
@@ -36,6 +40,7 @@ typedef struct detect_priv {
     reel_anchor *anchors; // for an input of anchors_w x anchors_h
     int n_anchors, anchors_w, anchors_h;
     GArray *found; // reel_detection: this frame's boxes in tensor pixels, before NMS
+    GArray *db;    // reel_db_box: this frame's text boxes in map pixels
 } detect_priv;
 
 static const reel_enum_value decoders[] = {
@@ -44,6 +49,7 @@ static const reel_enum_value decoders[] = {
     { "yolov8", DEC_YOLOV8, "one output [1, 4 + classes, boxes], no objectness" },
     { "yolov5", DEC_YOLOV5, "one output [1, boxes, 5 + classes], score = objectness * class score" },
     { "ssd", DEC_SSD, "boxes [1, N, 4] as normalized y0, x0, y1, x1 and scores [1, N, classes]" },
+    { "db", DEC_DB, "a text probability map [1, 1, H, W] (PaddleOCR): rotated text boxes, corners as landmarks" },
     { NULL },
 };
 
@@ -63,6 +69,14 @@ static const reel_prop props[] = {
       .flags = REEL_PROP_MUTABLE },
     { "iou", REEL_PROP_DOUBLE, offsetof(detect_priv, iou), "0.45", 0, 1,
       .help = "boxes of one class overlapping more than this (intersection over union) are one object",
+      .flags = REEL_PROP_MUTABLE },
+    { "binarize", REEL_PROP_DOUBLE, offsetof(detect_priv, binarize), "0.3", 0, 1,
+      .help = "db: map pixels above this are text; threshold= then keeps regions whose mean is at least that",
+      .flags = REEL_PROP_MUTABLE },
+    { "unclip", REEL_PROP_DOUBLE, offsetof(detect_priv, unclip), "1.5", 0, 100,
+      .help = "db: grow each text box by area * unclip / perimeter on every side", .flags = REEL_PROP_MUTABLE },
+    { "min-size", REEL_PROP_DOUBLE, offsetof(detect_priv, min_size), "3", 0, 65536,
+      .help = "db: drop text boxes whose shorter side (map pixels, before growing) is under this",
       .flags = REEL_PROP_MUTABLE },
     { "max", REEL_PROP_INT, offsetof(detect_priv, max), "100", 1, 100000, .help = "most detections per frame",
       .flags = REEL_PROP_MUTABLE },
@@ -114,7 +128,7 @@ static int start(reel_element *e)
     if ((rc = reel_postprocess_apply_manifest(e, "detect", &s->labels_path)) < 0)
         return rc;
     if (s->decoder == DEC_AUTO)
-        return reel_element_error(e, REEL_EINVAL, "no decoder: set decoder=blazeface|yolov8|yolov5|ssd, or "
+        return reel_element_error(e, REEL_EINVAL, "no decoder: set decoder=blazeface|yolov8|yolov5|ssd|db, or "
                                   "give the model a manifest saying [detect] decoder=...");
     if ((rc = parse_strides(e)) < 0)
         return rc;
@@ -125,6 +139,7 @@ static int start(reel_element *e)
         return rc;
     }
     s->found = g_array_new(FALSE, FALSE, sizeof(reel_detection));
+    s->db = g_array_new(FALSE, FALSE, sizeof(reel_db_box));
     return 0;
 }
 
@@ -347,6 +362,52 @@ static int decode_ssd(reel_element *e, const reel_inference *inf, int tw, int th
     return 0;
 }
 
+// ---- db
+
+// The map: named by scores=, else the first float32 [1, 1, H, W].
+static const reel_buffer *db_map(const detect_priv *s, const reel_inference *inf)
+{
+    for (int i = 0; i < inf->n; i++) {
+        const reel_buffer *t = inf->outputs[i];
+        bool named = !s->scores || (inf->names[i] && strcmp(inf->names[i], s->scores) == 0);
+        if (named && reel_output_floats(t) && t->format.rank == 4 && t->format.shape[0] == 1
+            && t->format.shape[1] == 1 && t->format.shape[2] > 0 && t->format.shape[3] > 0)
+            return t;
+    }
+    return NULL;
+}
+
+static int decode_db(reel_element *e, const reel_inference *inf, int tw, int th)
+{
+    detect_priv *s = reel_element_priv(e);
+    const reel_buffer *map = db_map(s, inf);
+    if (!map)
+        return bad_outputs(e, inf, "a probability map [1, 1, H, W]");
+    int mw = (int)map->format.shape[3], mh = (int)map->format.shape[2];
+    reel_db_params p = { (float)s->binarize, (float)s->threshold, (float)s->unclip, (float)s->min_size, 1000 };
+    g_array_set_size(s->db, 0);
+    reel_db_boxes(reel_output_floats(map), mw, mh, &p, s->db);
+    // The map may be smaller than the model's input: its pixels scale to it.
+    float sx = (float)tw / (float)mw, sy = (float)th / (float)mh;
+    for (guint i = 0; i < s->db->len; i++) {
+        const reel_db_box *b = &g_array_index(s->db, reel_db_box, i);
+        reel_detection d = { .score = b->score, .class_id = 0, .track_id = -1, .n_landmarks = 4 };
+        d.x0 = d.y0 = INFINITY;
+        d.x1 = d.y1 = -INFINITY;
+        for (int k = 0; k < 4; k++) {
+            float x = b->points[k][0] * sx, y = b->points[k][1] * sy;
+            d.landmarks[k][0] = x;
+            d.landmarks[k][1] = y;
+            d.x0 = fminf(d.x0, x);
+            d.y0 = fminf(d.y0, y);
+            d.x1 = fmaxf(d.x1, x);
+            d.y1 = fmaxf(d.y1, y);
+        }
+        g_array_append_val(s->found, d);
+    }
+    return 0;
+}
+
 // ---- frame coordinates
 
 // The map from frame to model input: the inference's transform, else the
@@ -399,6 +460,8 @@ static int decode(reel_element *e, const reel_inference *inf, const reel_transfo
         return decode_yolov8(e, inf);
     case DEC_YOLOV5:
         return decode_yolov5(e, inf);
+    case DEC_DB:
+        return decode_db(e, inf, map->tensor_width, map->tensor_height);
     default:
         return decode_ssd(e, inf, map->tensor_width, map->tensor_height);
     }
@@ -425,8 +488,9 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
     }
     bool weighted = s->nms == NMS_WEIGHTED || (s->nms == NMS_AUTO && s->decoder == DEC_BLAZEFACE);
     reel_detection *found = (reel_detection *)s->found->data;
-    int n = reel_nms(found, (int)s->found->len, weighted ? REEL_NMS_WEIGHTED : REEL_NMS_HARD, (float)s->iou,
-                     s->max);
+    int n = s->decoder == DEC_DB ? MIN((int)s->found->len, s->max)
+                                 : reel_nms(found, (int)s->found->len, weighted ? REEL_NMS_WEIGHTED : REEL_NMS_HARD,
+                                            (float)s->iou, s->max);
     reel_buffer_add_meta(buf, &reel_detections_meta, to_detections(s, found, n, &map, &buf->format));
     return reel_element_push(e, 0, buf);
 }
@@ -441,11 +505,14 @@ static void stop(reel_element *e)
     if (s->found)
         g_array_free(s->found, TRUE);
     s->found = NULL;
+    if (s->db)
+        g_array_free(s->db, TRUE);
+    s->db = NULL;
 }
 
 const reel_element_class reel_detect_class = {
     .name = "detect",
-    .description = "Decodes a detector's outputs (blazeface, yolov8, yolov5, ssd) into boxes on the frame",
+    .description = "Decodes a detector's outputs (blazeface, yolov8, yolov5, ssd, db) into boxes on the frame",
     .flags = REEL_CLASS_PASSTHROUGH,
     .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // reads only metadata: frames stay where they are
     .priv_size = sizeof(detect_priv),

@@ -15,7 +15,9 @@
 //       "class":     int            (omitted when none: class id -1)
 //       "label":     string         (omitted when empty)
 //       "track":     int            (omitted when untracked: track id -1)
-//       "landmarks": [[x, y], ...]  (omitted when none; 3 decimals)
+//       "text":      string         (what ocr read; omitted when none)
+//       "text_score": number        (with text: its mean character probability, 4 decimals)
+//       "landmarks": [[x, y], ...]  (omitted when none; 3 decimals; a text box's 4 corners)
 //   "classifications": array, always there (maybe empty), each:
 //       "class":     int
 //       "label":     string         (omitted when empty)
