@@ -74,7 +74,7 @@ static int load_keys(reel_element *e)
 }
 
 // The model's input and output must be a recognizer's: [N,3,H,W] in,
-// [N, steps, classes] out with as many classes as the keys make.
+// [N, steps, classes] out.
 static int check_model(reel_element *e)
 {
     ocr_priv *s = reel_element_priv(e);
@@ -85,12 +85,20 @@ static int check_model(reel_element *e)
         return reel_element_error(e, REEL_EFORMAT, "model %s is no text recognizer: ocr wants one float input "
                                   "[N,3,H,W] and an output [N,steps,classes], it has %d input(s) of rank %d and "
                                   "output rank %d", s->ref.path, reel_model_n_inputs(s->model), in->rank, out->rank);
+    if (!s->height)
+        s->height = in->dims[2] > 0 ? (int)in->dims[2] : 48;
+    return 0;
+}
+
+// As many classes as the keys make (when the model says how many).
+static int check_classes(reel_element *e)
+{
+    ocr_priv *s = reel_element_priv(e);
+    const reel_model_io *out = reel_model_output(s->model, 0);
     if (out->dims[2] > 0 && out->dims[2] != s->keys.n)
         return reel_element_error(e, REEL_EFORMAT, "model %s gives %lld classes, but its keys make %d (blank, %d "
                                   "keys%s): the keys are not this model's", s->ref.path, (long long)out->dims[2],
                                   s->keys.n, s->keys.n - 1 - s->space, s->space ? ", space" : "");
-    if (!s->height)
-        s->height = in->dims[2] > 0 ? (int)in->dims[2] : 48;
     return 0;
 }
 
@@ -103,7 +111,7 @@ static int start(reel_element *e)
         return fail(e, rc, err, "model");
     if (!(s->model = reel_model_load(s->ref.path, &err)))
         return fail(e, REEL_EFORMAT, err, s->ref.path);
-    if ((rc = load_keys(e)) < 0 || (rc = check_model(e)) < 0)
+    if ((rc = check_model(e)) < 0 || (rc = load_keys(e)) < 0 || (rc = check_classes(e)) < 0)
         return rc;
     s->session = reel_session_new(s->model, reel_session_params(.threads = s->threads), &err);
     return s->session ? 0 : fail(e, REEL_EINTERNAL, err, "recognizer session");
