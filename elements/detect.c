@@ -18,15 +18,19 @@
 //              each kept box gets a reel_mask (seg_mask.c)
 //   yolov8-pose [1, 4 + 1 + 3K, N]: cx, cy, w, h, the person score, then
 //              x, y, score (sigmoid done) of K keypoints, as scored landmarks
+//   db         a text probability map [1, 1, H, W] (PaddleOCR's detectors):
+//              rotated boxes of text regions (elements/db.h), their corners
+//              as the 4 landmarks; no NMS (regions do not overlap)
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "elements/db.h"
 #include "elements/postprocess.h"
 #include "elements/seg_mask.h"
 #include "reel/reel.h"
 
-enum { DEC_AUTO, DEC_BLAZEFACE, DEC_YOLOV8, DEC_YOLOV5, DEC_SSD, DEC_YOLOV8_SEG, DEC_YOLOV8_POSE };
+enum { DEC_AUTO, DEC_BLAZEFACE, DEC_YOLOV8, DEC_YOLOV5, DEC_SSD, DEC_YOLOV8_SEG, DEC_YOLOV8_POSE, DEC_DB };
 enum { NMS_AUTO, NMS_HARD, NMS_WEIGHTED };
 #define MAX_STRIDES 16
 #define MAX_PARTS 8
@@ -40,7 +44,7 @@ typedef struct matrix {
 
 typedef struct detect_priv {
     int decoder, nms, max, input_size;
-    double threshold, iou;
+    double threshold, iou, binarize, unclip, min_size;
     char *labels_path, *strides_text, *scores, *boxes;
 
     char **labels;
@@ -52,6 +56,7 @@ typedef struct detect_priv {
     GArray *runs;  // uint32_t: this frame's mask runs (yolov8-seg)
     matrix seg;    // yolov8-seg: this frame's output0, for the kept boxes' coefficients
     reel_protos protos;
+    GArray *db;    // reel_db_box: this frame's text boxes in map pixels
 } detect_priv;
 
 static const reel_enum_value decoders[] = {
@@ -62,6 +67,7 @@ static const reel_enum_value decoders[] = {
     { "ssd", DEC_SSD, "boxes [1, N, 4] as normalized y0, x0, y1, x1 and scores [1, N, classes]" },
     { "yolov8-seg", DEC_YOLOV8_SEG, "[1, 4 + classes + 32, boxes] and prototypes [1, 32, H/4, W/4]: boxes with masks" },
     { "yolov8-pose", DEC_YOLOV8_POSE, "[1, 4 + 1 + 3 keypoints, boxes]: person boxes with scored keypoints" },
+    { "db", DEC_DB, "a text probability map [1, 1, H, W] (PaddleOCR): rotated text boxes, corners as landmarks" },
     { NULL },
 };
 
@@ -81,6 +87,14 @@ static const reel_prop props[] = {
       .flags = REEL_PROP_MUTABLE },
     { "iou", REEL_PROP_DOUBLE, offsetof(detect_priv, iou), "0.45", 0, 1,
       .help = "boxes of one class overlapping more than this (intersection over union) are one object",
+      .flags = REEL_PROP_MUTABLE },
+    { "binarize", REEL_PROP_DOUBLE, offsetof(detect_priv, binarize), "0.3", 0, 1,
+      .help = "db: map pixels above this are text; threshold= then keeps regions whose mean is at least that",
+      .flags = REEL_PROP_MUTABLE },
+    { "unclip", REEL_PROP_DOUBLE, offsetof(detect_priv, unclip), "1.5", 0, 100,
+      .help = "db: grow each text box by area * unclip / perimeter on every side", .flags = REEL_PROP_MUTABLE },
+    { "min-size", REEL_PROP_DOUBLE, offsetof(detect_priv, min_size), "3", 0, 65536,
+      .help = "db: drop text boxes whose shorter side (map pixels, before growing) is under this",
       .flags = REEL_PROP_MUTABLE },
     { "max", REEL_PROP_INT, offsetof(detect_priv, max), "100", 1, 100000, .help = "most detections per frame",
       .flags = REEL_PROP_MUTABLE },
@@ -133,7 +147,7 @@ static int start(reel_element *e)
         return rc;
     if (s->decoder == DEC_AUTO)
         return reel_element_error(e, REEL_EINVAL, "no decoder: set decoder=blazeface|yolov8|yolov5|ssd|yolov8-seg|"
-                                  "yolov8-pose, or give the model a manifest saying [detect] decoder=...");
+                                  "yolov8-pose|db, or give the model a manifest saying [detect] decoder=...");
     if ((rc = parse_strides(e)) < 0)
         return rc;
     GError *err = NULL;
@@ -144,6 +158,7 @@ static int start(reel_element *e)
     }
     s->found = g_array_new(FALSE, FALSE, sizeof(reel_detection));
     s->runs = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    s->db = g_array_new(FALSE, FALSE, sizeof(reel_db_box));
     return 0;
 }
 
@@ -453,6 +468,52 @@ static int decode_ssd(reel_element *e, const reel_inference *inf, int tw, int th
     return 0;
 }
 
+// ---- db
+
+// The map: named by scores=, else the first float32 [1, 1, H, W].
+static const reel_buffer *db_map(const detect_priv *s, const reel_inference *inf)
+{
+    for (int i = 0; i < inf->n; i++) {
+        const reel_buffer *t = inf->outputs[i];
+        bool named = !s->scores || (inf->names[i] && strcmp(inf->names[i], s->scores) == 0);
+        if (named && reel_output_floats(t) && t->format.rank == 4 && t->format.shape[0] == 1
+            && t->format.shape[1] == 1 && t->format.shape[2] > 0 && t->format.shape[3] > 0)
+            return t;
+    }
+    return NULL;
+}
+
+static int decode_db(reel_element *e, const reel_inference *inf, int tw, int th)
+{
+    detect_priv *s = reel_element_priv(e);
+    const reel_buffer *map = db_map(s, inf);
+    if (!map)
+        return bad_outputs(e, inf, "a probability map [1, 1, H, W]");
+    int mw = (int)map->format.shape[3], mh = (int)map->format.shape[2];
+    reel_db_params p = { (float)s->binarize, (float)s->threshold, (float)s->unclip, (float)s->min_size, 1000 };
+    g_array_set_size(s->db, 0);
+    reel_db_boxes(reel_output_floats(map), mw, mh, &p, s->db);
+    // The map may be smaller than the model's input: its pixels scale to it.
+    float sx = (float)tw / (float)mw, sy = (float)th / (float)mh;
+    for (guint i = 0; i < s->db->len; i++) {
+        const reel_db_box *b = &g_array_index(s->db, reel_db_box, i);
+        reel_detection d = { .score = b->score, .class_id = 0, .track_id = -1, .n_landmarks = 4 };
+        d.x0 = d.y0 = INFINITY;
+        d.x1 = d.y1 = -INFINITY;
+        for (int k = 0; k < 4; k++) {
+            float x = b->points[k][0] * sx, y = b->points[k][1] * sy;
+            d.landmarks[k][0] = x;
+            d.landmarks[k][1] = y;
+            d.x0 = fminf(d.x0, x);
+            d.y0 = fminf(d.y0, y);
+            d.x1 = fmaxf(d.x1, x);
+            d.y1 = fmaxf(d.y1, y);
+        }
+        g_array_append_val(s->found, d);
+    }
+    return 0;
+}
+
 // ---- frame coordinates
 
 // The map from frame to model input: the inference's transform, else the
@@ -509,6 +570,8 @@ static int decode(reel_element *e, const reel_inference *inf, const reel_transfo
         return decode_yolov8_seg(e, inf);
     case DEC_YOLOV8_POSE:
         return decode_yolov8_pose(e, inf);
+    case DEC_DB:
+        return decode_db(e, inf, map->tensor_width, map->tensor_height);
     default:
         return decode_ssd(e, inf, map->tensor_width, map->tensor_height);
     }
@@ -535,8 +598,9 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
     }
     bool weighted = s->nms == NMS_WEIGHTED || (s->nms == NMS_AUTO && s->decoder == DEC_BLAZEFACE);
     reel_detection *found = (reel_detection *)s->found->data;
-    int n = reel_nms(found, (int)s->found->len, weighted ? REEL_NMS_WEIGHTED : REEL_NMS_HARD, (float)s->iou,
-                     s->max);
+    int n = s->decoder == DEC_DB ? MIN((int)s->found->len, s->max)
+                                 : reel_nms(found, (int)s->found->len, weighted ? REEL_NMS_WEIGHTED : REEL_NMS_HARD,
+                                            (float)s->iou, s->max);
     reel_detections *dets = to_detections(s, found, n, &map, &buf->format);
     reel_masks *masks = s->decoder == DEC_YOLOV8_SEG ? add_masks(s, dets, &map, &buf->format) : NULL;
     reel_buffer_add_meta(buf, &reel_detections_meta, dets);
@@ -558,12 +622,15 @@ static void stop(reel_element *e)
     if (s->runs)
         g_array_free(s->runs, TRUE);
     s->runs = NULL;
+    if (s->db)
+        g_array_free(s->db, TRUE);
+    s->db = NULL;
 }
 
 const reel_element_class reel_detect_class = {
     .name = "detect",
-    .description = "Decodes a detector's outputs (blazeface, yolov8, yolov5, ssd, yolov8-seg, yolov8-pose) into "
-                   "boxes, masks and keypoints on the frame",
+    .description = "Decodes a detector's outputs (blazeface, yolov8, yolov5, ssd, yolov8-seg, yolov8-pose, db) "
+                   "into boxes, masks, keypoints and text regions on the frame",
     .flags = REEL_CLASS_PASSTHROUGH,
     .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN, // reads only metadata: frames stay where they are
     .priv_size = sizeof(detect_priv),

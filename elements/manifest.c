@@ -184,6 +184,36 @@ static int resolve_zoo(const char *spec, reel_model_file *ref, GError **error)
     return 0;
 }
 
+char *reel_manifest_cache_file(const char *manifest, const char *key, const char *sum_key, GError **error)
+{
+    GKeyFile *kf = load(manifest, error);
+    if (!kf)
+        return NULL;
+    char *file = g_key_file_get_string(kf, "model", key, NULL);
+    char *sum = g_key_file_get_string(kf, "model", sum_key, NULL);
+    g_key_file_free(kf);
+    char *path = NULL;
+    if (!file || !sum)
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "model manifest %s: no '%s' key in [model]", manifest,
+                    file ? sum_key : key);
+    else if (g_path_is_absolute(file) || strstr(file, ".."))
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "model manifest %s, [model] %s: '%s' is not in the model cache",
+                    manifest, key, file);
+    else {
+        const char *cache = g_getenv("REEL_MODEL_DIR");
+        path = g_build_filename(cache && *cache ? cache : REEL_MODEL_CACHE_DIR, file, NULL);
+        int rc = g_file_test(path, G_FILE_TEST_IS_REGULAR) ? check_sha256(path, sum, error) : REEL_EINVAL;
+        if (rc == REEL_EINVAL)
+            g_set_error(error, REEL_ERROR, rc, "%s (%s of %s) is not in the model cache: fetch it with "
+                        "scripts/fetch-models", path, key, manifest);
+        if (rc != 0)
+            g_clear_pointer(&path, g_free);
+    }
+    g_free(file);
+    g_free(sum);
+    return path;
+}
+
 int reel_model_resolve(const char *spec, reel_model_file *ref, GError **error)
 {
     memset(ref, 0, sizeof *ref);

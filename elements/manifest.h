@@ -45,6 +45,12 @@ int reel_manifest_apply(const char *manifest, const char *group, reel_element *e
 // reel_manifest_apply().
 char *reel_manifest_model_key(const char *manifest, const char *key, bool is_path, GError **error);
 
+// A file a zoo manifest's [model] `key` names in the model cache (a
+// recognizer's keys), checked against the manifest's `sum_key` sha256 as
+// the model file is. The path (g_free it), or NULL with *error set: the key
+// absent, a path leading out of the cache, the file missing or changed.
+char *reel_manifest_cache_file(const char *manifest, const char *key, const char *sum_key, GError **error);
+
 // The nearest `infer` element downstream of e's output 0 (or upstream of its
 // input 0), looking through elements with one input and one output (queue,
 // upload, download, tee's first branch...), or NULL.

@@ -75,6 +75,14 @@ static void json_detection(GString *out, const reel_detection *d, const reel_mas
         json_label(out, d->label);
     if (d->track_id >= 0)
         g_string_append_printf(out, ", \"track\": %" G_GINT64_FORMAT, (gint64)d->track_id);
+    if (d->text[0]) {
+        char *text = g_utf8_make_valid(d->text, (gssize)strnlen(d->text, REEL_TEXT_MAX));
+        g_string_append(out, ", \"text\": ");
+        reel_json_string(out, text);
+        g_free(text);
+        g_string_append(out, ", \"text_score\": ");
+        reel_meta_add_number(out, d->text_score, "%.4f", "null");
+    }
     int nl = CLAMP(d->n_landmarks, 0, REEL_MAX_LANDMARKS);
     if (d->scored)
         json_keypoints(out, d, nl);

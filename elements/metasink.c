@@ -22,6 +22,9 @@
 //                    rectangle; "runs": [int, ...] off/on run lengths row by
 //                    row over it, off first; "truncated": true when cut at
 //                    REEL_MASK_MAX_RUNS} (detect decoder=yolov8-seg only)
+//       "text":      string         (what ocr read; omitted when none)
+//       "text_score": number        (with text: its mean character probability, 4 decimals)
+//       "landmarks": [[x, y], ...]  (omitted when none; 3 decimals; a text box's 4 corners)
 //   "classifications": array, always there (maybe empty), each:
 //       "class":     int
 //       "label":     string         (omitted when empty)

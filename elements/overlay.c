@@ -73,16 +73,22 @@ static void add_text(overlay_priv *s, int x, int y, const char *text, reel_pixfm
 }
 
 // "label 0.87 #12" (the parts there are) on a filled bar at the box's top
-// left, above the box when there is room.
+// left, above the box when there is room; the text ocr read instead of the
+// label and score when there is one (characters beyond ASCII as '?').
 static void add_label(overlay_priv *s, const reel_detection *d, reel_pixfmt fmt, uint32_t color)
 {
-    char text[REEL_LABEL_MAX + 48];
+    char text[REEL_TEXT_MAX + 48];
     int n = 0;
-    if (d->label[0])
+    if (d->text[0]) {
+        for (const char *c = d->text; *c && n < REEL_TEXT_MAX; c = g_utf8_next_char(c))
+            text[n++] = *c >= REEL_FONT_FIRST && *c <= REEL_FONT_LAST ? *c : '?';
+        text[n] = '\0';
+    } else if (d->label[0])
         n += snprintf(text + n, sizeof text - (size_t)n, "%s ", d->label);
     else if (d->class_id >= 0)
         n += snprintf(text + n, sizeof text - (size_t)n, "%d ", d->class_id);
-    n += snprintf(text + n, sizeof text - (size_t)n, "%.2f", d->score);
+    if (!d->text[0])
+        n += snprintf(text + n, sizeof text - (size_t)n, "%.2f", d->score);
     if (d->track_id >= 0)
         snprintf(text + n, sizeof text - (size_t)n, " #%lld", (long long)d->track_id);
     int h = REEL_FONT_H * s->font_scale + 2 * s->font_scale;
@@ -163,10 +169,18 @@ static void build_prims(overlay_priv *s, const reel_detections *dets, const reel
     for (int i = 0; dets && i < dets->n; i++) {
         const reel_detection *d = &dets->items[i];
         uint32_t color = detection_color(d, fmt);
-        add_prim(s, REEL_PRIM_RECT, (int)d->x0, (int)d->y0, (int)d->x1, (int)d->y1, color, 0);
+        // A text region's outline is its rotated box (the 4 landmarks).
+        bool quad = d->text[0] && d->n_landmarks == 4;
+        for (int k = 0; quad && k < 4; k++) {
+            const float *p = d->landmarks[k], *q = d->landmarks[(k + 1) % 4];
+            add_prim(s, REEL_PRIM_LINE, clamp_coord(p[0]), clamp_coord(p[1]), clamp_coord(q[0]), clamp_coord(q[1]),
+                     color, 0);
+        }
+        if (!quad)
+            add_prim(s, REEL_PRIM_RECT, (int)d->x0, (int)d->y0, (int)d->x1, (int)d->y1, color, 0);
         if (s->skeleton && d->scored && d->n_landmarks == 17)
             add_skeleton(s, d, color);
-        for (int l = 0; s->landmarks && l < d->n_landmarks && l < REEL_MAX_LANDMARKS; l++) {
+        for (int l = 0; s->landmarks && !quad && l < d->n_landmarks && l < REEL_MAX_LANDMARKS; l++) {
             if (!keypoint_shown(s, d, l))
                 continue;
             int r = s->thickness, lx = (int)d->landmarks[l][0], ly = (int)d->landmarks[l][1];

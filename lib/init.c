@@ -18,6 +18,7 @@ extern const reel_element_class reel_funnel_class;
 extern const reel_element_class reel_identity_class;
 extern const reel_element_class reel_infer_class;
 extern const reel_element_class reel_metasink_class;
+extern const reel_element_class reel_ocr_class;
 extern const reel_element_class reel_overlay_class;
 extern const reel_element_class reel_preprocess_class;
 extern const reel_element_class reel_queue_class;
@@ -31,8 +32,8 @@ extern const reel_element_class reel_unbatch_class;
 static const reel_element_class *const builtin[] = {
     &reel_appsink_class, &reel_appsrc_class,  &reel_batch_class,   &reel_classify_class,   &reel_detect_class,
     &reel_fakesink_class, &reel_funnel_class, &reel_identity_class, &reel_infer_class,     &reel_metasink_class,
-    &reel_overlay_class, &reel_preprocess_class, &reel_queue_class, &reel_rate_class,      &reel_tee_class,
-    &reel_testsrc_class, &reel_track_class,   &reel_unbatch_class, &reel_zones_class,
+    &reel_ocr_class,     &reel_overlay_class, &reel_preprocess_class, &reel_queue_class,   &reel_rate_class,
+    &reel_tee_class,     &reel_testsrc_class, &reel_track_class,   &reel_unbatch_class,    &reel_zones_class,
 };
 
 // The first reel_init_with()'s parameters, for the modules loaded later.

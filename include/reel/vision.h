@@ -33,8 +33,12 @@ REEL_API void reel_buffer_set_source_frame(reel_buffer *tensor, reel_buffer *fra
 // Landmarks of one detection: BlazeFace's six, or COCO's 17 pose keypoints.
 #define REEL_MAX_LANDMARKS 17
 #define REEL_LABEL_MAX 32
+#define REEL_TEXT_MAX 128
 
 // One detected object, in frame pixels.
+// A text detector (detect decoder=db) gives the rotated box of each text
+// region as its 4 landmarks, clockwise from the top left as the text reads
+// (top left, top right, bottom right, bottom left); x0..y1 bound them.
 typedef struct reel_detection {
     float x0, y0, x1, y1;
     float score;
@@ -47,6 +51,11 @@ typedef struct reel_detection {
     // model's visibility score); landmark_scores is set only when scored.
     bool scored;
     float landmark_scores[REEL_MAX_LANDMARKS];
+    // What `ocr` read in the region: UTF-8, NUL-terminated, cut at a
+    // character boundary to fit; "" when none. text_score: the mean
+    // probability of its characters (0 when none).
+    char text[REEL_TEXT_MAX];
+    float text_score;
 } reel_detection;
 
 // The detections of one frame: one meta of this type per frame.
