@@ -33,35 +33,7 @@ static const char *env_or(const char *name, const char *fallback)
 #define LIST_PATH env_or("REEL_CONFORMANCE_LIST_FILE", REEL_CONFORMANCE_LIST)
 
 // Supported ops whose cases cannot pass yet, with the reason.
-#define DATA_SHAPE "the output shape depends on an input's values: a session plans shapes before it runs, so " \
-                   "this op runs only on constant inputs (folded)"
 static const struct { const char *name, *reason; } exclusions[] = {
-    // Range over values computed in the graph
-    { "test_blackmanwindow_expanded", DATA_SHAPE },
-    { "test_blackmanwindow_symmetric_expanded", DATA_SHAPE },
-    { "test_hammingwindow_expanded", DATA_SHAPE },
-    { "test_hammingwindow_symmetric_expanded", DATA_SHAPE },
-    { "test_hannwindow_expanded", DATA_SHAPE },
-    { "test_hannwindow_symmetric_expanded", DATA_SHAPE },
-    { "test_compress_0", DATA_SHAPE },
-    { "test_compress_1", DATA_SHAPE },
-    { "test_compress_default_axis", DATA_SHAPE },
-    { "test_compress_negative_axis", DATA_SHAPE },
-    { "test_nonmaxsuppression_center_point_box_format", DATA_SHAPE },
-    { "test_nonmaxsuppression_flipped_coordinates", DATA_SHAPE },
-    { "test_nonmaxsuppression_identical_boxes", DATA_SHAPE },
-    { "test_nonmaxsuppression_limit_output_size", DATA_SHAPE },
-    { "test_nonmaxsuppression_single_box", DATA_SHAPE },
-    { "test_nonmaxsuppression_suppress_by_IOU", DATA_SHAPE },
-    { "test_nonmaxsuppression_suppress_by_IOU_and_scores", DATA_SHAPE },
-    { "test_nonmaxsuppression_two_batches", DATA_SHAPE },
-    { "test_nonmaxsuppression_two_classes", DATA_SHAPE },
-    { "test_nonzero_example", DATA_SHAPE },
-    { "test_unique_not_sorted_without_axis", DATA_SHAPE },
-    { "test_unique_sorted_with_axis", DATA_SHAPE },
-    { "test_unique_sorted_with_axis_3d", DATA_SHAPE },
-    { "test_unique_sorted_with_negative_axis", DATA_SHAPE },
-    { "test_unique_sorted_without_axis", DATA_SHAPE },
     { NULL, NULL },
 };
 
