@@ -184,6 +184,14 @@ const reel_session_node_time *reel_session_node_times(const reel_session *s, int
     return (const reel_session_node_time *)(void *)s->times->data;
 }
 
+int reel_session_dynamic_nodes(const reel_session *s)
+{
+    int n = 0;
+    for (guint i = 0; s->last && i < s->m->graph->nodes->len; i++)
+        n += s->last->dyn[i];
+    return n;
+}
+
 int reel_session_n_plans(const reel_session *s)
 {
     return (int)g_hash_table_size(s->plans);
