@@ -130,6 +130,30 @@ static void nms_gather(void **state)
     reel_model_unref(&m);
 }
 
+// A computed delta of 0: the run fails naming the node; the next one, with
+// a delta of 2, runs.
+static void range_delta_zero(void **state)
+{
+    (void)state;
+    reel_model *m = load("range_delta");
+    reel_session *s = session(m);
+    const int64_t n = 2;
+    reel_tensor *x = floats(1, &n, (const float[]){ 0, -1 }), *y = NULL;
+    GError *error = NULL;
+    assert_int_not_equal(reel_session_run(s, &x, &y, &error), 0);
+    assert_non_null(strstr(error->message, "the_range"));
+    assert_non_null(strstr(error->message, "delta is 0"));
+    g_clear_error(&error);
+    ((float *)x->data)[1] = 2;
+    run(s, &x, &y);
+    assert_int_equal(y->shape[0], 2);
+    assert_int_equal(((int64_t *)y->data)[1], 2);
+    reel_tensor_free(&x);
+    reel_tensor_free(&y);
+    reel_session_destroy(&s);
+    reel_model_unref(&m);
+}
+
 static void static_plan(void **state)
 {
     (void)state;
@@ -152,6 +176,7 @@ int main(void)
         cmocka_unit_test(nonzero_gather),
         cmocka_unit_test(range_from_shape),
         cmocka_unit_test(nms_gather),
+        cmocka_unit_test(range_delta_zero),
         cmocka_unit_test(static_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

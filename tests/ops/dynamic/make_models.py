@@ -61,3 +61,12 @@ save("static",
      [h.make_node("Relu", ["x"], ["r"]), h.make_node("Add", ["r", "x"], ["y"])],
      [h.make_tensor_value_info("x", T.FLOAT, ["n"])],
      [h.make_tensor_value_info("y", T.FLOAT, ["n"])])
+
+# Range(0, 4, max(x)): a computed delta of 0 fails at run time.
+save("range_delta",
+     [h.make_node("ReduceMax", ["x"], ["mx"], keepdims=0),
+      h.make_node("Cast", ["mx"], ["d"], to=T.INT64),
+      h.make_node("Range", ["i0", "four", "d"], ["y"], name="the_range")],
+     [h.make_tensor_value_info("x", T.FLOAT, ["n"])],
+     [h.make_tensor_value_info("y", T.INT64, ["k"])],
+     [c("i0", np.int64(0)), c("four", np.int64(4))])
