@@ -30,7 +30,7 @@
 #define ALIGN 64
 #define KEY_INPUT_MAX 64 // small inputs a plan may read as constants
 
-enum { V_NONE, V_ARENA, V_CONST, V_INPUT };
+enum { V_NONE, V_ARENA, V_CONST, V_INPUT, V_DYN };
 
 typedef struct plan {
     reel_ir_graph g;          // values: this plan's copies; nodes etc. borrowed
@@ -40,6 +40,13 @@ typedef struct plan {
     size_t *offset;           // V_ARENA
     reel_tensor *t;           // views; data set before each run
     bool *skip;               // per node: folded while planning
+    // Per node: its output shapes depend on values computed in the graph
+    // (NonZero on a computed mask) or on such a node's outputs. Those nodes
+    // are inferred again at run time with their inputs' values, their
+    // outputs (V_DYN) allocated then, outside the arena, and run on the cpu.
+    bool *dyn;
+    bool dynamic;             // any node is: a plan without is run as before
+    GPtrArray *run_owned;     // reel_tensor * of V_DYN values, this run's
     GPtrArray *owned;         // reel_tensor * made while planning
     size_t arena_bytes, scratch_bytes;
     vk_exec *vk;              // the nodes on a Vulkan device, or NULL
@@ -67,6 +74,17 @@ struct reel_session {
     GArray *times;            // reel_session_node_time
 };
 
+// The outputs of the last run's dynamic nodes.
+static void drop_run_owned(plan *pl)
+{
+    for (guint i = 0; pl->run_owned && i < pl->run_owned->len; i++) {
+        reel_tensor *t = pl->run_owned->pdata[i];
+        reel_tensor_free(&t);
+    }
+    if (pl->run_owned)
+        g_ptr_array_set_size(pl->run_owned, 0);
+}
+
 static void plan_free(gpointer p)
 {
     plan *pl = p;
@@ -89,6 +107,10 @@ static void plan_free(gpointer p)
     g_free(pl->offset);
     g_free(pl->t);
     g_free(pl->skip);
+    g_free(pl->dyn);
+    drop_run_owned(pl);
+    if (pl->run_owned)
+        g_ptr_array_free(pl->run_owned, TRUE);
     vk_exec_free(&pl->vk);
     g_free(pl);
 }
@@ -160,6 +182,14 @@ const reel_session_node_time *reel_session_node_times(const reel_session *s, int
 {
     *n = (int)s->times->len;
     return (const reel_session_node_time *)(void *)s->times->data;
+}
+
+int reel_session_dynamic_nodes(const reel_session *s)
+{
+    int n = 0;
+    for (guint i = 0; s->last && i < s->m->graph->nodes->len; i++)
+        n += s->last->dyn[i];
+    return n;
 }
 
 int reel_session_n_plans(const reel_session *s)
@@ -337,6 +367,8 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
     pl->t = g_new0(reel_tensor, pl->n_values);
     int n_nodes = (int)mg->nodes->len;
     pl->skip = g_new0(bool, n_nodes);
+    pl->dyn = g_new0(bool, n_nodes + 1);
+    bool *vdyn = g_new0(bool, pl->n_values + 1); // made by a dynamic node
     reel_ir_graph *g = &pl->g;
 
     for (guint k = 0; k < mg->inputs->len; k++) {
@@ -370,8 +402,25 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
             if (v)
                 v->constant = NULL;
         }
-        if (op->infer(g, n, error))
+        // Downstream of a dynamic node: inferred at run time only.
+        bool dyn = false;
+        for (int k = 0; k < n->n_inputs; k++)
+            dyn = dyn || (n->inputs[k] >= 0 && vdyn[n->inputs[k]]);
+        if (!dyn && op->infer(g, n, error))
             goto fail;
+        // Concrete input shapes, yet unknown output dims: they depend on
+        // the values of a computed input.
+        for (int k = 0; !dyn && k < n->n_outputs; k++) {
+            reel_ir_value *v = reel_ir_value_at(g, n->outputs[k]);
+            dyn = v && v->dtype != REEL_DTYPE_NONE && v->rank >= 0 && reel_tensor_count(v->rank, v->dims) < 0;
+        }
+        if (dyn) {
+            pl->dyn[i] = pl->dynamic = true;
+            for (int k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k] >= 0)
+                    vdyn[n->outputs[k]] = true;
+            continue;
+        }
         for (int k = 0; k < n->n_outputs; k++) {
             reel_ir_value *v = reel_ir_value_at(g, n->outputs[k]);
             // Static dims whose product overflows or passes the tensor limit.
@@ -412,7 +461,7 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
         if (pl->skip[i])
             continue;
         const reel_ir_node *n = reel_ir_node_at(g, i);
-        for (int k = 0; k < n->n_outputs; k++)
+        for (int k = 0; k < n->n_outputs && !pl->dyn[i]; k++)
             if (n->outputs[k] >= 0)
                 def[n->outputs[k]] = last[n->outputs[k]] = i;
         for (int k = 0; k < n->n_inputs; k++)
@@ -426,7 +475,9 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
     for (int v = 0; v < pl->n_values; v++) {
         reel_ir_value *val = reel_ir_value_at(g, v);
         view_of(val, &pl->t[v]);
-        if (val->constant)
+        if (vdyn[v])
+            pl->kind[v] = V_DYN;
+        else if (val->constant)
             pl->kind[v] = V_CONST;
         else if (def[v] >= 0)
             lv[nl++] = (live){ v, def[v], last[v], (pl->t[v].nbytes + ALIGN - 1) / ALIGN * ALIGN };
@@ -444,7 +495,7 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
     g_free(lv);
     // Scratch: the most any node asks for (kernels see shapes, no data yet).
     for (int i = 0; i < n_nodes; i++) {
-        if (pl->skip[i])
+        if (pl->skip[i] || pl->dyn[i])
             continue;
         reel_ir_node *n = reel_ir_node_at(g, i);
         const reel_op *op = n->impl;
@@ -462,17 +513,27 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
         g_free(out);
     }
     // The device's arena from the same lifetimes.
+    // Dynamic nodes are not the device's: they run on the cpu, their
+    // inputs read back first as any cpu node's.
     if (s->device) {
         vk_exec_params vp = { .store = s->store->vk, .strict = s->strict, .memory_limit = s->device_memory_limit,
                               .def = def, .last = last, .f16 = s->f16 };
-        pl->vk = vk_exec_new(&vp, g, pl->t, pl->skip, error);
+        bool *placed = g_new0(bool, n_nodes + 1);
+        for (int i = 0; i < n_nodes; i++)
+            placed[i] = pl->skip[i] || pl->dyn[i];
+        pl->vk = vk_exec_new(&vp, g, pl->t, placed, error);
+        g_free(placed);
     }
+    if (pl->dynamic)
+        pl->run_owned = g_ptr_array_new();
     g_free(def);
     g_free(last);
     if (s->device && !pl->vk)
         goto fail;
+    g_free(vdyn);
     return pl;
 fail:
+    g_free(vdyn);
     plan_free(pl);
     return NULL;
 }
@@ -691,6 +752,71 @@ static int bind_inputs(reel_session *s, plan *pl, reel_tensor *const *inputs, re
     return 0;
 }
 
+// A dynamic node: inferred again with its inputs' values given as
+// constants (the ops that read constant inputs then know their output
+// shapes), its outputs allocated for this run, then run.
+static int run_dynamic(plan *pl, reel_ir_node *n, reel_tensor **in, reel_tensor **out, reel_exec_ctx *ctx,
+                       GError **error)
+{
+    reel_ir_graph *g = &pl->g;
+    bool lent[n->n_inputs + 1];
+    for (int k = 0; k < n->n_inputs; k++) {
+        reel_ir_value *v = n->inputs[k] >= 0 ? reel_ir_value_at(g, n->inputs[k]) : NULL;
+        lent[k] = v && !v->constant;
+        if (lent[k])
+            v->constant = in[k];
+    }
+    for (int k = 0; k < n->n_outputs; k++) {
+        reel_ir_value *v = n->outputs[k] >= 0 ? reel_ir_value_at(g, n->outputs[k]) : NULL;
+        if (v)
+            v->constant = NULL;
+    }
+    int rc = n->impl->infer(g, n, error);
+    for (int k = 0; k < n->n_inputs; k++)
+        if (lent[k])
+            reel_ir_value_at(g, n->inputs[k])->constant = NULL;
+    for (int k = 0; !rc && k < n->n_outputs; k++) {
+        reel_ir_value *v = n->outputs[k] >= 0 ? reel_ir_value_at(g, n->outputs[k]) : NULL;
+        if (!v)
+            continue;
+        if (v->rank < 0 || v->dtype == REEL_DTYPE_NONE || reel_tensor_count(v->rank, v->dims) < 0) {
+            g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
+                        "node %s (%s): the shape of output %s is not known even from its inputs' values", n->name,
+                        n->op, v->name);
+            return REEL_EUNSUPPORTED;
+        }
+        if ((rc = reel_limit_check_tensor(v->rank, v->dims, reel_dtype_size(v->dtype), NULL, error))) {
+            g_prefix_error(error, "node %s (%s): output %s: ", n->name, n->op, v->name);
+            return rc;
+        }
+        reel_tensor *t = reel_tensor_new(v->dtype, v->rank, v->dims);
+        if (!t) {
+            g_set_error(error, REEL_ERROR, REEL_ENOMEM, "node %s (%s): output too large", n->name, n->op);
+            return REEL_ENOMEM;
+        }
+        g_ptr_array_add(pl->run_owned, t);
+        view_of(v, &pl->t[n->outputs[k]]);
+        pl->t[n->outputs[k]].data = t->data;
+    }
+    if (rc)
+        return rc;
+    // Scratch of its own: the session's is sized for the static nodes.
+    size_t need = n->impl->scratch ? n->impl->scratch(n, in, out) : 0;
+    void *scratch = ctx->scratch;
+    size_t had = ctx->scratch_size;
+    if (need > had) {
+        ctx->scratch = g_malloc0(need);
+        ctx->scratch_size = need;
+    }
+    rc = n->impl->run(n, in, out, ctx);
+    if (need > had) {
+        g_free(ctx->scratch);
+        ctx->scratch = scratch;
+        ctx->scratch_size = had;
+    }
+    return rc;
+}
+
 static int run_nodes(reel_session *s, plan *pl, reel_tensor **outputs, GError **error)
 {
     int rc = 0;
@@ -703,6 +829,7 @@ static int run_nodes(reel_session *s, plan *pl, reel_tensor **outputs, GError **
     g_array_set_size(s->times, 0);
     const reel_ir_graph *g = &pl->g;
     void **states = s->store->states;
+    drop_run_owned(pl);
     for (guint i = 0; i < g->nodes->len; i++) {
         if (pl->skip[i])
             continue;
@@ -724,7 +851,7 @@ static int run_nodes(reel_session *s, plan *pl, reel_tensor **outputs, GError **
             void *state = g_atomic_pointer_get(&states[i]), *had = state;
             ctx.state = &state;
             ctx.const_inputs = s->m->const_inputs[i];
-            rc = n->impl->run(n, in, out, &ctx);
+            rc = pl->dyn[i] ? run_dynamic(pl, (reel_ir_node *)n, in, out, &ctx, error) : n->impl->run(n, in, out, &ctx);
             if (state != had) {
                 if (g_atomic_pointer_compare_and_exchange(&states[i], NULL, state))
                     atomic_fetch_add(&s->store->states_made, 1);

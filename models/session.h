@@ -19,4 +19,8 @@ typedef struct reel_arena_value {
 // sizes that are multiples of an alignment give aligned offsets.
 size_t reel_arena_place(reel_arena_value *lv, int n, size_t *offset);
 
+// The nodes of the last run's plan inferred at run time (their output
+// shapes depend on computed values); 0 for a plan that is all static.
+int reel_session_dynamic_nodes(const reel_session *s);
+
 #endif
