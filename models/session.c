@@ -259,6 +259,15 @@ static bool shape_input(const reel_ir_graph *g, int vi, const reel_tensor *b)
     return false;
 }
 
+// Whether every dim of v is known (its count may still overflow).
+static bool dims_known(const reel_ir_value *v)
+{
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] < 0)
+            return false;
+    return true;
+}
+
 static void view_of(const reel_ir_value *v, reel_tensor *t)
 {
     memset(t, 0, sizeof *t);
@@ -410,9 +419,10 @@ static plan *plan_build(reel_session *s, reel_tensor *const *inputs, GError **er
             goto fail;
         // Concrete input shapes, yet unknown output dims: they depend on
         // the values of a computed input.
+        // (Known dims whose count overflows are an error below, not dynamic.)
         for (int k = 0; !dyn && k < n->n_outputs; k++) {
             reel_ir_value *v = reel_ir_value_at(g, n->outputs[k]);
-            dyn = v && v->dtype != REEL_DTYPE_NONE && v->rank >= 0 && reel_tensor_count(v->rank, v->dims) < 0;
+            dyn = v && v->dtype != REEL_DTYPE_NONE && v->rank >= 0 && !dims_known(v);
         }
         if (dyn) {
             pl->dyn[i] = pl->dynamic = true;
@@ -779,7 +789,7 @@ static int run_dynamic(plan *pl, reel_ir_node *n, reel_tensor **in, reel_tensor 
         reel_ir_value *v = n->outputs[k] >= 0 ? reel_ir_value_at(g, n->outputs[k]) : NULL;
         if (!v)
             continue;
-        if (v->rank < 0 || v->dtype == REEL_DTYPE_NONE || reel_tensor_count(v->rank, v->dims) < 0) {
+        if (v->rank < 0 || v->dtype == REEL_DTYPE_NONE || !dims_known(v)) {
             g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
                         "node %s (%s): the shape of output %s is not known even from its inputs' values", n->name,
                         n->op, v->name);

@@ -73,13 +73,6 @@ typedef void (*urow)(const void *x, void *y, int64_t n, const uparams *p);
 
 // ---- float32 exp, expm1, log1p, erf for the vectorizer ---------------------------
 
-static inline uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 static inline float float_of(uint32_t u)
 {
     float f;
