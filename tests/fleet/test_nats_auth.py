@@ -443,6 +443,11 @@ def case_creds(tmp):
     # Signed by an account the server was never told of.
     foreign = creds_file(os.path.join(tmp, "foreign.creds"), NKey("account"), "intruder")
     login = ["--nats-creds", creds]
+    # In operator mode the server may refuse a user of a preloaded account
+    # for a moment after it says it is ready (it sets the accounts up, with
+    # JetStream, after that): the checks start once it takes the user.
+    wait_for("the server to take the preloaded account's user",
+             lambda: run("jobs", "--nats", srv.url, *login, "--json").returncode == 0, 15, every=0.2)
     every_user(tmp, srv, login, f"creds={creds}", "reel.meta.creds", ["--creds", creds])
     ok("run", f"testsrc num-buffers=3 ! natssink url={srv.url} creds={creds} jetstream=true stream=CREDS_TEST")
     msgs = [
