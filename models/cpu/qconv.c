@@ -1,0 +1,378 @@
+// ConvInteger and QLinearConv through the int8 GEMM (qgemm.h), and
+// depthwise convs through a direct kernel.
+//
+// The layout stays NCHW: the neighbouring ops and the model's inputs and
+// outputs are NCHW, and in NCHW a conv is Y[M, P] = W[M, K] X[K, P] with the
+// weights as the GEMM's rows (packed once, kept in ctx->state) and the
+// image's columns (pointwise: the input itself; else im2col) packed into
+// vpdpbusd panels per run, which costs O(K P) against the product's
+// O(M K P) and needs no transpose on either side.
+#include "models/cpu/qfast.h"
+
+// Weights as GEMM rows: M rows of Kp int8 bytes (uint8 weights shifted by
+// 128), each row's zero point (shifted alike) and rowsum - K * zero point.
+// One allocation (ctx->state is g_free'd whole).
+typedef struct wpack {
+    int64_t M, K, Kp;
+    int32_t *zp, *rr;
+    uint8_t *rows;
+} wpack;
+
+static size_t wpack_bytes(int64_t M, int64_t K)
+{
+    return sizeof(wpack) + 8 * (size_t)M + (size_t)(M * qgemm_kp(K)) + 64;
+}
+
+// Lays a wpack out in mem (wpack_bytes of it) and fills it.
+static wpack *wpack_make(void *mem, const reel_tensor *w, const reel_tensor *zw, int64_t M, int64_t K)
+{
+    wpack *p = mem;
+    p->M = M, p->K = K, p->Kp = qgemm_kp(K);
+    p->zp = (int32_t *)(p + 1);
+    p->rr = p->zp + M;
+    p->rows = (uint8_t *)(p->rr + M);
+    bool u8 = w->dtype == REEL_DTYPE_UINT8;
+    int64_t nz = zw ? reel_tensor_count(zw->rank, zw->shape) : 0;
+    for (int64_t m = 0; m < M; m++) {
+        const uint8_t *src = (const uint8_t *)w->data + m * K;
+        uint8_t *dst = p->rows + m * p->Kp;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; k++) {
+            uint8_t b = u8 ? (uint8_t)(src[k] ^ 0x80) : src[k];
+            dst[k] = b;
+            sum += (int8_t)b;
+        }
+        memset(dst + K, 0, (size_t)(p->Kp - K));
+        int32_t z = 0;
+        if (nz)
+            z = u8 ? (int32_t)((const uint8_t *)zw->data)[nz == 1 ? 0 : m] - 128
+                   : (int32_t)((const int8_t *)zw->data)[nz == 1 ? 0 : m];
+        p->zp[m] = z;
+        p->rr[m] = (int32_t)((uint32_t)sum - (uint32_t)K * (uint32_t)z);
+    }
+    return p;
+}
+
+static bool is_depthwise(const qconv_geom *c)
+{
+    return c->G > 1 && c->Cg == 1 && c->Mg == 1 && c->w.k[0] == 1 && c->w.in[0] == 1;
+}
+
+static int64_t pin_of(const qconv_geom *c)
+{
+    return c->w.in[0] * c->w.in[1] * c->w.in[2];
+}
+
+// Padded int16 planes of the depthwise kernel: rows and columns that the
+// windows reach.
+static void dw_plane_dims(const qconv_geom *c, int64_t *hp, int64_t *wp)
+{
+    const nn_window *w = &c->w;
+    *hp = (w->out[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
+    *wp = (w->out[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
+}
+
+size_t qconv_fast_scratch(const qconv_geom *c)
+{
+    if (is_depthwise(c)) {
+        int64_t hp, wp;
+        dw_plane_dims(c, &hp, &wp);
+        return 2 * (size_t)(c->C * hp * wp) + 64;
+    }
+    int64_t np = qgemm_np(c->P, 32), kp = qgemm_kp(c->K);
+    // Panels, column sums and zero points, the weights when they are not
+    // constants, and the multipliers.
+    return (size_t)(kp * np) + 8 * (size_t)np + wpack_bytes(c->M, c->K) + 8 * (size_t)c->M + 256;
+}
+
+// ---- im2col rows
+
+typedef struct col_src {
+    const qconv_geom *c;
+    const uint8_t *x;    // this image's group of channels [Cg, Pin]
+    uint8_t flip;        // 0x80: int8 input shifted to uint8
+    uint8_t pad;         // the (shifted) zero point
+    bool direct;         // pointwise, stride 1, no pads: row k is channel k
+} col_src;
+
+// Row k (channel, kd, kh, kw) of the im2col matrix, columns [n, n + len).
+static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint8_t *buf)
+{
+    const col_src *s = arg;
+    const qconv_geom *c = s->c;
+    const nn_window *w = &c->w;
+    int64_t Pin = pin_of(c);
+    if (s->direct) {
+        const uint8_t *src = s->x + k * Pin + n;
+        if (!s->flip)
+            return src;
+        for (int64_t j = 0; j < len; j++)
+            buf[j] = src[j] ^ 0x80;
+        return buf;
+    }
+    int64_t kw = k % w->k[2], kh = k / w->k[2] % w->k[1], kd = k / (w->k[2] * w->k[1]) % w->k[0];
+    int64_t ch = k / (w->k[2] * w->k[1] * w->k[0]);
+    const uint8_t *plane = s->x + ch * Pin;
+    int64_t OW = w->out[2], OH = w->out[1];
+    for (int64_t j = 0; j < len;) {
+        int64_t p = n + j, ow = p % OW, oh = p / OW % OH, od = p / (OW * OH);
+        int64_t run = MIN(OW - ow, len - j);
+        int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0], ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
+        uint8_t *restrict d = buf + j;
+        if (id < 0 || id >= w->in[0] || ih < 0 || ih >= w->in[1]) {
+            memset(d, s->pad, (size_t)run);
+        } else {
+            const uint8_t *restrict src = plane + (id * w->in[1] + ih) * w->in[2];
+            int64_t sw = w->s[2], off = kw * w->d[2] - w->pb[2];
+            for (int64_t i = 0; i < run; i++) {
+                int64_t iw = (ow + i) * sw + off;
+                d[i] = iw >= 0 && iw < w->in[2] ? (uint8_t)(src[iw] ^ s->flip) : s->pad;
+            }
+        }
+        j += run;
+    }
+    return buf;
+}
+
+// ---- The GEMM path
+
+typedef struct gemm_job {
+    const qconv_geom *c;
+    qgemm_isa isa;
+    col_src src;
+    qgemm_problem p;
+    uint8_t *panels;
+    int32_t *colsum;
+    int nr;
+    int64_t tile, tiles, m_per, m_tasks;
+} gemm_job;
+
+static void pack_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    gemm_job *j = arg;
+    int64_t n0 = task * j->tile, len = MIN(j->tile, j->c->P - n0);
+    qgemm_pack_panels(j->nr, j->c->K, n0, len, false, col_row, &j->src, j->panels, j->colsum);
+}
+
+static void gemm_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const gemm_job *j = arg;
+    int64_t t = task % j->tiles, mt = task / j->tiles;
+    int64_t n0 = t * j->tile, n1 = MIN(j->c->P, n0 + j->tile);
+    int64_t m0 = mt * j->m_per, m1 = MIN(j->c->Mg, m0 + j->m_per);
+    qgemm_compute(j->isa, &j->p, m0, m1, n0, n1);
+}
+
+// ---- The depthwise kernel
+
+typedef struct dw_job {
+    const qconv_geom *c;
+    qgemm_isa isa;
+    const uint8_t *x;    // this image [C, Pin]
+    bool x_signed, w_signed;
+    int32_t zx;
+    const reel_tensor *w, *zw;
+    const int32_t *bias;
+    int16_t *planes;     // [C, hp, wp]
+    int64_t hp, wp;
+    qgemm_out out;       // rows: channels of this image
+    int64_t per;
+} dw_job;
+
+// acc[0..len) += wv * src[j * s]: one tap over a run of output columns.
+#define DW_TAP(name, target)                                                                                    \
+    target static void name(int32_t *restrict acc, const int16_t *restrict src, int64_t len, int64_t s,         \
+                            int32_t wv)                                                                          \
+    {                                                                                                            \
+        if (s == 1)                                                                                              \
+            for (int64_t j = 0; j < len; j++)                                                                    \
+                acc[j] += wv * src[j];                                                                           \
+        else if (s == 2)                                                                                         \
+            for (int64_t j = 0; j < len; j++)                                                                    \
+                acc[j] += wv * src[2 * j];                                                                       \
+        else                                                                                                     \
+            for (int64_t j = 0; j < len; j++)                                                                    \
+                acc[j] += wv * src[j * s];                                                                       \
+    }
+DW_TAP(dw_tap_generic, )
+#if defined(__x86_64__) || defined(__i386__)
+DW_TAP(dw_tap_avx2, __attribute__((target("avx2,fma"))))
+DW_TAP(dw_tap_avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+#endif
+
+typedef void (*dw_tap_fn)(int32_t *acc, const int16_t *src, int64_t len, int64_t s, int32_t wv);
+
+static dw_tap_fn dw_tap_for(qgemm_isa isa)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == QGEMM_AVX512VNNI)
+        return dw_tap_avx512;
+    if (isa == QGEMM_AVX2 || isa == QGEMM_AVXVNNI)
+        return dw_tap_avx2;
+#endif
+    (void)isa;
+    return dw_tap_generic;
+}
+
+static void dw_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const dw_job *j = arg;
+    const qconv_geom *c = j->c;
+    const nn_window *w = &c->w;
+    dw_tap_fn tap = dw_tap_for(j->isa);
+    int64_t KH = w->k[1], KW = w->k[2], OH = w->out[1], OW = w->out[2], H = w->in[1], W = w->in[2];
+    int64_t nz = j->zw ? reel_tensor_count(j->zw->rank, j->zw->shape) : 0;
+    enum { CHUNK = 512 };
+    int32_t acc[CHUNK];
+    int32_t wv[64]; // taps of the channel, zero point subtracted (more taps: read as we go)
+    for (int64_t ch = task * j->per; ch < MIN(c->C, (task + 1) * j->per); ch++) {
+        // The channel's plane, x - zx, with zeros (the zero point) in the padding.
+        int16_t *plane = j->planes + ch * j->hp * j->wp;
+        const uint8_t *xs = j->x + ch * H * W;
+        for (int64_t r = 0; r < j->hp; r++) {
+            int16_t *restrict d = plane + r * j->wp;
+            int64_t ih = r - w->pb[1];
+            if (ih < 0 || ih >= H) {
+                memset(d, 0, sizeof(int16_t) * (size_t)j->wp);
+                continue;
+            }
+            const uint8_t *restrict s = xs + ih * W;
+            for (int64_t cw = 0; cw < j->wp; cw++) {
+                int64_t iw = cw - w->pb[2];
+                int32_t v = iw >= 0 && iw < W ? (j->x_signed ? (int32_t)(int8_t)s[iw] : (int32_t)s[iw]) : j->zx;
+                d[cw] = (int16_t)(v - j->zx);
+            }
+        }
+        int32_t z = 0;
+        if (nz)
+            z = j->w_signed ? ((const int8_t *)j->zw->data)[nz == 1 ? 0 : ch]
+                            : ((const uint8_t *)j->zw->data)[nz == 1 ? 0 : ch];
+        const uint8_t *wr = (const uint8_t *)j->w->data + ch * KH * KW;
+        for (int64_t t = 0; t < MIN(KH * KW, 64); t++)
+            wv[t] = (j->w_signed ? (int32_t)(int8_t)wr[t] : (int32_t)wr[t]) - z;
+        int32_t b = j->bias ? j->bias[ch] : 0;
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t o0 = 0; o0 < OW; o0 += CHUNK) {
+                int64_t len = MIN(CHUNK, OW - o0);
+                for (int64_t i = 0; i < len; i++)
+                    acc[i] = b;
+                for (int64_t kh = 0; kh < KH; kh++) {
+                    const int16_t *row = plane + (oh * w->s[1] + kh * w->d[1]) * j->wp + o0 * w->s[2];
+                    for (int64_t kw = 0; kw < KW; kw++) {
+                        int64_t t = kh * KW + kw;
+                        int32_t v = t < 64 ? wv[t] : (j->w_signed ? (int32_t)(int8_t)wr[t] : (int32_t)wr[t]) - z;
+                        tap(acc, row + kw * w->d[2], len, w->s[2], v);
+                    }
+                }
+                qgemm_store_row(j->isa, &j->out, acc, len, ch, oh * OW + o0);
+            }
+    }
+}
+
+// Multipliers in double, one per output channel.
+static double *channel_mults(const requant *q, int64_t M, double *dst)
+{
+    for (int64_t m = 0; m < M; m++)
+        dst[m] = q->mult[q->n_mult == 1 ? 0 : m];
+    return dst;
+}
+
+static int64_t threads_of(const reel_exec_ctx *ctx)
+{
+    return ctx->workers ? ctx->threads : 1;
+}
+
+static int conv_depthwise(const qconv_geom *c, qgemm_isa isa, const reel_tensor *x, const reel_tensor *zx,
+                          const reel_tensor *w, const reel_tensor *zw, const reel_tensor *bias, int32_t *Y32,
+                          const requant *q, void *Y, const reel_exec_ctx *ctx)
+{
+    int64_t hp, wp;
+    dw_plane_dims(c, &hp, &wp);
+    double *mult = q ? channel_mults(q, c->M, g_new(double, c->M)) : NULL;
+    bool xs = x->dtype == REEL_DTYPE_INT8;
+    dw_job j = { .c = c, .isa = isa, .x_signed = xs, .w_signed = w->dtype == REEL_DTYPE_INT8,
+                 .zx = zx ? (xs ? *(const int8_t *)zx->data : *(const uint8_t *)zx->data) : 0, .w = w, .zw = zw,
+                 .bias = bias ? bias->data : NULL, .planes = ctx->scratch, .hp = hp, .wp = wp };
+    j.per = MAX(1, c->C / (4 * threads_of(ctx)));
+    for (int64_t img = 0; img < c->N; img++) {
+        j.x = (const uint8_t *)x->data + img * c->C * pin_of(c);
+        j.out = (qgemm_out){ .ldc = c->P, .mult = mult, .zp = q ? q->zp : 0, .lo = q ? q->lo : 0,
+                             .hi = q ? q->hi : 0, .y_signed = q && q->dt == REEL_DTYPE_INT8 };
+        if (q)
+            j.out.y = (uint8_t *)Y + img * c->M * c->P;
+        else
+            j.out.c32 = Y32 + img * c->M * c->P;
+        nn_parallel(ctx, (int)((c->C + j.per - 1) / j.per), dw_task, &j);
+    }
+    g_free(mult);
+    return 0;
+}
+
+int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx, const reel_tensor *w,
+               const reel_tensor *zw, const reel_tensor *bias, int32_t *Y32, const requant *q, void *Y,
+               bool w_const, const reel_exec_ctx *ctx)
+{
+    qgemm_isa isa = qgemm_isa_current();
+    if (ctx->scratch_size < qconv_fast_scratch(c))
+        return REEL_EINVAL;
+    if (is_depthwise(c))
+        return conv_depthwise(c, isa, x, zx, w, zw, bias, Y32, q, Y, ctx);
+    int nr = qgemm_panel_cols(isa);
+    int64_t np = qgemm_np(c->P, nr), kp = qgemm_kp(c->K), Pin = pin_of(c);
+    uint8_t *panels = ctx->scratch;
+    int32_t *colsum = (int32_t *)(panels + ((kp * np + 63) & ~(int64_t)63)), *bzp = colsum + np;
+    char *rest = (char *)(bzp + np);
+    // The weights: packed once when they are constants.
+    wpack *wp;
+    if (w_const && ctx->state && *ctx->state) {
+        wp = *ctx->state;
+    } else if (w_const && ctx->state) {
+        wp = wpack_make(g_malloc(wpack_bytes(c->M, c->K)), w, zw, c->M, c->K);
+        *ctx->state = wp;
+    } else {
+        wp = wpack_make((void *)(((uintptr_t)rest + 63) & ~(uintptr_t)63), w, zw, c->M, c->K);
+        rest += wpack_bytes(c->M, c->K) + 64;
+    }
+    double *mult = q ? channel_mults(q, c->M, (double *)(((uintptr_t)rest + 7) & ~(uintptr_t)7)) : NULL;
+    bool xs = x->dtype == REEL_DTYPE_INT8;
+    int32_t z = zx ? (xs ? *(const int8_t *)zx->data + 128 : *(const uint8_t *)zx->data) : (xs ? 128 : 0);
+    for (int64_t i = 0; i < np; i++)
+        bzp[i] = z;
+    bool direct = c->w.k[0] * c->w.k[1] * c->w.k[2] == 1 && c->w.s[0] * c->w.s[1] * c->w.s[2] == 1 &&
+                  c->w.pb[0] + c->w.pb[1] + c->w.pb[2] == 0 && c->P == Pin;
+    int64_t threads = threads_of(ctx);
+    // Column tiles whose panels stay in L2 (~192 KiB) while the rows of W
+    // stream by; enough of them for the workers, or rows split among them.
+    int64_t tile = MAX(nr, MIN(np, (192 * 1024 / MAX(kp, 1)) / nr * nr));
+    if (threads > 1 && (np + tile - 1) / tile < 2 * threads)
+        tile = MAX(nr, (np / (2 * threads) + nr - 1) / nr * nr);
+    gemm_job j = { .c = c, .isa = isa, .nr = nr, .panels = panels, .colsum = colsum, .tile = tile,
+                   .tiles = (c->P + tile - 1) / tile };
+    j.src = (col_src){ .c = c, .flip = xs ? 0x80 : 0, .pad = (uint8_t)z, .direct = direct };
+    j.m_tasks = MAX(1, MIN((c->Mg + 7) / 8, (2 * threads + j.tiles - 1) / j.tiles));
+    j.m_per = ((c->Mg + j.m_tasks - 1) / j.m_tasks + 7) / 8 * 8;
+    j.m_tasks = (c->Mg + j.m_per - 1) / j.m_per;
+    for (int64_t img = 0; img < c->N; img++)
+        for (int64_t g = 0; g < c->G; g++) {
+            j.src.x = (const uint8_t *)x->data + (img * c->C + g * c->Cg) * Pin;
+            nn_parallel(ctx, (int)j.tiles, pack_task, &j);
+            int64_t m0 = g * c->Mg, y0 = (img * c->M + m0) * c->P;
+            j.p = (qgemm_problem){ .a = wp->rows + m0 * wp->Kp, .lda = (size_t)wp->Kp, .a_unsigned = false,
+                                   .a_zp = wp->zp + m0, .a_rr = wp->rr + m0, .b = panels, .kq = kp / 4, .nr = nr,
+                                   .b_sum = colsum, .b_zp = bzp };
+            j.p.out = (qgemm_out){ .ldc = c->P, .bias = bias ? (const int32_t *)bias->data + m0 : NULL };
+            if (q) {
+                j.p.out.y = (uint8_t *)Y + y0;
+                j.p.out.y_signed = q->dt == REEL_DTYPE_INT8;
+                j.p.out.mult = mult + m0;
+                j.p.out.zp = q->zp, j.p.out.lo = q->lo, j.p.out.hi = q->hi;
+            } else {
+                j.p.out.c32 = Y32 + y0;
+            }
+            nn_parallel(ctx, (int)(j.tiles * j.m_tasks), gemm_task, &j);
+        }
+    return 0;
+}
