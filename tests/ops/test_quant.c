@@ -14,12 +14,16 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "models/cpu/qgemm.h"
 #include "models/cpu/workers.h"
 #include "models/op.h"
 
 #define MAX_IO 9
 
 static reel_workers *pool;
+// const_inputs the kernels are told (every input is a constant here): all
+// of them lets them keep packed weights in their state, none packs per run.
+static uint32_t const_inputs = ~0u;
 static GPtrArray *inputs_kept; // every input call() was given, freed at the end
 
 // A tensor of dtype with elements drawn uniformly from [lo, hi] (integers
@@ -120,6 +124,7 @@ static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, 
                        .n_outputs = c->n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs,
                        .fused = c->fused, .fused_a = c->fused_a, .fused_b = c->fused_b };
     GError *error = NULL;
+    void *state = NULL;
     int rc = op->infer(g, &n, &error);
     snprintf(last_error, sizeof last_error, "%s", error ? error->message : "");
     g_clear_error(&error);
@@ -130,7 +135,9 @@ static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, 
             o[i] = reel_tensor_new(v->dtype, v->rank, v->dims);
             assert_non_null(o[i]);
         }
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL };
+        // The state the first run makes is the second's (as a session shares it).
+        reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL,
+                              .state = &state, .const_inputs = const_inputs };
         ctx.scratch_size = op->scratch ? op->scratch(&n, in, o) : 0;
         ctx.scratch = g_malloc0(ctx.scratch_size + 1);
         gint64 t0 = g_get_monotonic_time();
@@ -151,6 +158,7 @@ static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, 
             for (int i = 0; i < c->n_out; i++)
                 reel_tensor_free(&out[i]);
     }
+    g_free(state);
     for (int i = 0; i < n_in; i++)
         if (in[i]) {
             reel_ir_value_at(g, inputs[i])->constant = NULL;
@@ -700,6 +708,161 @@ static void qlinear_fused_clamp(void **state)
     expect_refusal(&sig, 8, in2, REEL_EUNSUPPORTED, "Sigmoid");
 }
 
+// ---- Every int8 GEMM path against the widened-int16 reference
+
+// Runs c on `in` with the reference kernels, then with every kernel set the
+// CPU runs (weights packed per run and kept in the state): the same bytes.
+static void expect_isas_match(const opcall *c, int n_in, reel_tensor **in, const char *what)
+{
+    reel_tensor *ref[1], *out[1];
+    qgemm_isa_force(QGEMM_REFERENCE);
+    assert_int_equal(call(c, n_in, in, ref, NULL), 0);
+    for (int isa = QGEMM_GENERIC; isa < QGEMM_ISA_COUNT; isa++) {
+        if (!qgemm_isa_supported((qgemm_isa)isa))
+            continue;
+        for (int kept = 0; kept < 2; kept++) {
+            qgemm_isa_force((qgemm_isa)isa);
+            const_inputs = kept ? ~0u : 0;
+            assert_int_equal(call(c, n_in, in, out, NULL), 0);
+            assert_int_equal(out[0]->nbytes, ref[0]->nbytes);
+            size_t es = out[0]->nbytes / MAX(1, (size_t)reel_tensor_count(out[0]->rank, out[0]->shape));
+            for (size_t i = 0; i < out[0]->nbytes; i += es)
+                if (memcmp((char *)out[0]->data + i, (char *)ref[0]->data + i, es))
+                    fail_msg("%s, %s kernels%s: element %zu is %" G_GINT64_FORMAT ", the reference's %" G_GINT64_FORMAT,
+                             what, qgemm_isa_name((qgemm_isa)isa), kept ? " (weights kept)" : "", i / es,
+                             ival(out[0], (int64_t)(i / es)), ival(ref[0], (int64_t)(i / es)));
+            reel_tensor_free(&out[0]);
+        }
+    }
+    reel_tensor_free(&ref[0]);
+    const_inputs = ~0u;
+    qgemm_isa_force(QGEMM_ISA_COUNT); // back to the process's choice
+}
+
+static reel_dtype q8(int is_signed)
+{
+    return is_signed ? REEL_DTYPE_INT8 : REEL_DTYPE_UINT8;
+}
+
+static reel_tensor *q8_random(int is_signed, int rank, const int64_t *shape, unsigned seed)
+{
+    return random_tensor(q8(is_signed), rank, shape, seed, is_signed ? -128 : 0, is_signed ? 127 : 255);
+}
+
+static reel_tensor *q8_zero_points(int is_signed, int64_t n, unsigned seed)
+{
+    return n ? random_tensor(q8(is_signed), 1, &n, seed, is_signed ? -40 : 90, is_signed ? 40 : 170)
+             : random_tensor(q8(is_signed), 0, NULL, seed, is_signed ? -40 : 90, is_signed ? 40 : 170);
+}
+
+static void isa_matmul(void **state)
+{
+    (void)state;
+    // M, K, N off every tile size, K up to a few thousand.
+    const int64_t sizes[][3] = { { 1, 1, 1 }, { 7, 13, 5 }, { 17, 300, 33 }, { 9, 2049, 70 }, { 33, 3001, 17 },
+                                 { 40, 64, 96 } };
+    printf("int8 GEMM kernels checked:");
+    for (int isa = QGEMM_GENERIC; isa < QGEMM_ISA_COUNT; isa++)
+        printf(" %s%s", qgemm_isa_name((qgemm_isa)isa), qgemm_isa_supported((qgemm_isa)isa) ? "" : " (not on this CPU)");
+    printf("\n");
+    unsigned seed = 100;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (int types = 0; types < 8; types++) {
+            int as = types & 1, bs = types >> 1 & 1, ys = types >> 2 & 1;
+            int64_t M = sizes[si][0], K = sizes[si][1], N = sizes[si][2];
+            const int64_t ash[] = { M, K }, bsh[] = { K, N };
+            bool per_col = (si + types) % 2;
+            reel_tensor *in[8] = { q8_random(as, 2, ash, seed++), scalar(REEL_DTYPE_FLOAT32, 0.03),
+                                   q8_zero_points(as, 0, seed++), q8_random(bs, 2, bsh, seed++),
+                                   per_col ? random_tensor(REEL_DTYPE_FLOAT32, 1, &N, seed++, 0.001, 0.004)
+                                           : scalar(REEL_DTYPE_FLOAT32, 0.002),
+                                   q8_zero_points(bs, per_col ? N : 0, seed++),
+                                   scalar(REEL_DTYPE_FLOAT32, 0.02 * sqrt((double)K)), q8_zero_points(ys, 0, seed++) };
+            opcall c = { .op = "QLinearMatMul", .n_out = 1 };
+            if (types == 3 || types == 6) { // a fused Clip and Relu
+                c.fused = types == 3 ? "Clip" : "Relu";
+                c.fused_a = -0.3f, c.fused_b = 0.45f;
+            }
+            char what[96];
+            snprintf(what, sizeof what, "QLinearMatMul %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                     " a%s b%s y%s%s", M, K, N, as ? "s8" : "u8", bs ? "s8" : "u8", ys ? "s8" : "u8",
+                     c.fused ? c.fused : "");
+            expect_isas_match(&c, 8, in, what);
+
+            // MatMulInteger: A's zero point per row, B's per column.
+            reel_tensor *mi[4] = { q8_random(as, 2, ash, seed++), q8_random(bs, 2, bsh, seed++),
+                                   q8_zero_points(as, M, seed++), q8_zero_points(bs, N, seed++) };
+            opcall ci = { .op = "MatMulInteger", .n_out = 1 };
+            snprintf(what, sizeof what, "MatMulInteger %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                     " a%s b%s", M, K, N, as ? "s8" : "u8", bs ? "s8" : "u8");
+            expect_isas_match(&ci, 4, mi, what);
+        }
+
+    // Batched broadcasting; B without a zero point (uint8: 0 shifted).
+    const int64_t a4[] = { 2, 1, 5, 37 }, b3[] = { 3, 37, 19 };
+    reel_tensor *inb[3] = { q8_random(1, 4, a4, 7), q8_random(0, 3, b3, 8), q8_zero_points(1, 0, 9) };
+    opcall c = { .op = "MatMulInteger", .n_out = 1 };
+    expect_isas_match(&c, 3, inb, "MatMulInteger batched");
+}
+
+typedef struct qconv_case {
+    conv_shape s;
+    int xs, ws, ys;      // signedness of x, w, y
+    bool per_channel, bias;
+    const char *fused;
+} qconv_case;
+
+static void isa_conv(void **state)
+{
+    (void)state;
+#define SH(N_, C_, H_, W_, M_, KH_, KW_, G_, sh_, sw_, dh_, dw_, ph_, pw_)                                           { .N = N_, .C = C_, .H = H_, .W = W_, .M = M_, .KH = KH_, .KW = KW_, .G = G_, .sh = sh_, .sw = sw_, .dh = dh_,        .dw = dw_, .ph = ph_, .pw = pw_ }
+    qconv_case cases[] = {
+        { SH(1, 24, 13, 11, 40, 1, 1, 1, 1, 1, 1, 1, 0, 0), 0, 1, 0, true, true, NULL },       // pointwise
+        { SH(2, 17, 9, 10, 21, 1, 1, 1, 2, 2, 1, 1, 0, 0), 1, 1, 1, false, true, "Relu" },     // pointwise, stride 2
+        { SH(1, 19, 9, 10, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1), 0, 0, 1, true, false, "Clip" },     // 3x3
+        { SH(1, 8, 15, 14, 9, 3, 3, 1, 2, 2, 2, 2, 2, 1), 1, 0, 0, true, true, NULL },         // strided, dilated
+        { SH(1, 12, 10, 9, 10, 5, 5, 2, 1, 2, 1, 1, 2, 2), 0, 1, 1, true, true, NULL },        // grouped 5x5
+        { SH(1, 3, 23, 21, 17, 7, 7, 1, 2, 2, 1, 1, 3, 3), 0, 1, 0, true, true, "Relu" },      // stem
+        { SH(1, 300, 6, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), 1, 1, 0, true, true, NULL },         // K = 2700
+        { SH(1, 32, 12, 13, 32, 3, 3, 32, 1, 1, 1, 1, 1, 1), 0, 1, 0, true, true, "Clip" },    // depthwise
+        { SH(2, 16, 11, 12, 16, 3, 3, 16, 2, 2, 1, 1, 1, 1), 1, 0, 1, true, true, NULL },      // depthwise, stride 2
+        { SH(1, 8, 14, 13, 8, 5, 5, 8, 2, 1, 1, 1, 2, 2), 0, 0, 0, false, false, "Relu" },     // depthwise 5x5
+        { SH(1, 8, 14, 13, 8, 3, 3, 8, 1, 1, 2, 3, 2, 1), 1, 1, 1, true, true, NULL },         // depthwise, dilated
+        { SH(1, 6, 600, 1, 6, 3, 1, 6, 1, 1, 1, 1, 1, 0), 0, 1, 0, true, true, NULL },         // depthwise, a long column
+    };
+#undef SH
+    unsigned seed = 500;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        qconv_case *k = &cases[ci];
+        conv_shape *s = &k->s;
+        conv_shape_out(s);
+        const int64_t xsh[] = { s->N, s->C, s->H, s->W }, wsh[] = { s->M, s->C / s->G, s->KH, s->KW };
+        int64_t K = s->C / s->G * s->KH * s->KW;
+        reel_tensor *in[9] = {
+            q8_random(k->xs, 4, xsh, seed++), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(k->xs, 0, seed++),
+            q8_random(k->ws, 4, wsh, seed++),
+            k->per_channel ? random_tensor(REEL_DTYPE_FLOAT32, 1, &s->M, seed++, 0.001, 0.01)
+                           : scalar(REEL_DTYPE_FLOAT32, 0.004),
+            q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed++),
+            scalar(REEL_DTYPE_FLOAT32, 0.03 * sqrt((double)K)), q8_zero_points(k->ys, 0, seed++),
+            k->bias ? random_tensor(REEL_DTYPE_INT32, 1, &s->M, seed++, -20000, 20000) : NULL };
+        opcall c = { .op = "QLinearConv", .n_out = 1, .fused = k->fused, .fused_a = -0.5f, .fused_b = 0.7f };
+        int64_t store[8];
+        conv_attrs(&c, s, store);
+        char what[96];
+        snprintf(what, sizeof what, "QLinearConv case %zu (%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT ", group %"
+                 G_GINT64_FORMAT ")", ci, s->KH, s->KW, s->G);
+        expect_isas_match(&c, 9, in, what);
+
+        reel_tensor *ii[4] = { q8_random(k->xs, 4, xsh, seed++), q8_random(k->ws, 4, wsh, seed++),
+                               q8_zero_points(k->xs, 0, seed++), q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed++) };
+        opcall cc = { .op = "ConvInteger", .n_out = 1 };
+        conv_attrs(&cc, s, store);
+        snprintf(what, sizeof what, "ConvInteger case %zu", ci);
+        expect_isas_match(&cc, 4, ii, what);
+    }
+}
+
 // A layer of a small detector at a low resolution: 3x3, 32 to 32 channels
 // at 80x80, uint8, QLinearConv; prints the time (checked above on smaller shapes).
 static void qlinear_conv_timing(void **state)
@@ -740,6 +903,8 @@ int main(void)
         cmocka_unit_test(conv_integer_random),
         cmocka_unit_test(qlinear_conv_random),
         cmocka_unit_test(qlinear_fused_clamp),
+        cmocka_unit_test(isa_matmul),
+        cmocka_unit_test(isa_conv),
         cmocka_unit_test(qlinear_conv_timing),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
