@@ -122,12 +122,23 @@ static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint
         if (id < 0 || id >= w->in[0] || ih < 0 || ih >= w->in[1]) {
             memset(d, s->pad, (size_t)run);
         } else {
+            // Columns [lo, hi) of the run read the image; the rest is padding.
             const uint8_t *restrict src = plane + (id * w->in[1] + ih) * w->in[2];
             int64_t sw = w->s[2], off = kw * w->d[2] - w->pb[2];
-            for (int64_t i = 0; i < run; i++) {
-                int64_t iw = (ow + i) * sw + off;
-                d[i] = iw >= 0 && iw < w->in[2] ? (uint8_t)(src[iw] ^ s->flip) : s->pad;
-            }
+            int64_t lo = off + ow * sw >= 0 ? 0 : MIN(run, (-(off + ow * sw) + sw - 1) / sw);
+            int64_t last = w->in[2] - 1 - off - ow * sw; // the run's columns i with (ow + i) sw + off < W
+            int64_t hi = last < 0 ? lo : MAX(lo, MIN(run, last / sw + 1));
+            memset(d, s->pad, (size_t)lo);
+            const uint8_t *restrict from = src + ow * sw + off;
+            if (sw == 1 && !s->flip)
+                memcpy(d + lo, from + lo, (size_t)(hi - lo));
+            else if (sw == 1)
+                for (int64_t i = lo; i < hi; i++)
+                    d[i] = from[i] ^ s->flip;
+            else
+                for (int64_t i = lo; i < hi; i++)
+                    d[i] = from[i * sw] ^ s->flip;
+            memset(d + hi, s->pad, (size_t)(run - hi));
         }
         j += run;
     }
@@ -181,39 +192,128 @@ typedef struct dw_job {
     int64_t per;
 } dw_job;
 
-// acc[0..len) += wv * src[j * s]: one tap over a run of output columns.
-#define DW_TAP(name, target)                                                                                    \
-    target static void name(int32_t *restrict acc, const int16_t *restrict src, int64_t len, int64_t s,         \
-                            int32_t wv)                                                                          \
+// One output row of a channel: acc[0..OW) = b + sum over taps of
+// wv[t] * plane[(oh sh + kh dh) wp + ow sw + kw dw], the sums of a run of
+// columns kept in registers over all the taps.
+typedef struct dw_row {
+    const int16_t *plane;
+    int64_t wp, OW, KH, KW, sh, sw, dh, dw;
+    const int32_t *wv;   // KH * KW taps, zero point subtracted
+} dw_row;
+
+#define DW_ROW(name, target)                                                                                    \
+    target static void name(const dw_row *r, int64_t oh, int32_t b, int32_t *restrict acc)                     \
     {                                                                                                            \
-        if (s == 1)                                                                                              \
-            for (int64_t j = 0; j < len; j++)                                                                    \
-                acc[j] += wv * src[j];                                                                           \
-        else if (s == 2)                                                                                         \
-            for (int64_t j = 0; j < len; j++)                                                                    \
-                acc[j] += wv * src[2 * j];                                                                       \
-        else                                                                                                     \
-            for (int64_t j = 0; j < len; j++)                                                                    \
-                acc[j] += wv * src[j * s];                                                                       \
+        enum { RUN = 64 };                                                                                       \
+        for (int64_t o0 = 0; o0 < r->OW; o0 += RUN) {                                                            \
+            int64_t len = MIN(RUN, r->OW - o0);                                                                  \
+            int32_t a[RUN];                                                                                      \
+            for (int64_t j = 0; j < RUN; j++)                                                                    \
+                a[j] = b;                                                                                        \
+            for (int64_t kh = 0; kh < r->KH; kh++) {                                                             \
+                const int16_t *row = r->plane + (oh * r->sh + kh * r->dh) * r->wp + o0 * r->sw;                  \
+                for (int64_t kw = 0; kw < r->KW; kw++) {                                                         \
+                    const int16_t *restrict src = row + kw * r->dw;                                              \
+                    int32_t v = r->wv[kh * r->KW + kw];                                                          \
+                    if (r->sw == 1)                                                                              \
+                        for (int64_t j = 0; j < len; j++)                                                        \
+                            a[j] += v * src[j];                                                                  \
+                    else                                                                                         \
+                        for (int64_t j = 0; j < len; j++)                                                        \
+                            a[j] += v * src[j * r->sw];                                                          \
+                }                                                                                                \
+            }                                                                                                    \
+            memcpy(acc + o0, a, sizeof(int32_t) * (size_t)len);                                                  \
+        }                                                                                                        \
     }
-DW_TAP(dw_tap_generic, )
+DW_ROW(dw_row_generic, )
 #if defined(__x86_64__) || defined(__i386__)
-DW_TAP(dw_tap_avx2, __attribute__((target("avx2,fma"))))
-DW_TAP(dw_tap_avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+DW_ROW(dw_row_avx2, __attribute__((target("avx2,fma"))))
+
+#include <immintrin.h>
+
+// AVX-512: 16 columns per vector. Stride 1: taps by vpmulld on the widened
+// plane; stride 2 (no dilation): the plane's int16 pairs (x[2j], x[2j+1])
+// are two neighbouring taps of output j, one vpmaddwd for both.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dw_row_avx512(const dw_row *r, int64_t oh,
+                                                                                int32_t b, int32_t *acc)
+{
+    bool pairs = r->sw == 2 && r->dw == 1;
+    if (r->sw > 2 || (r->sw == 2 && !pairs)) {
+        dw_row_generic(r, oh, b, acc);
+        return;
+    }
+    for (int64_t o0 = 0; o0 < r->OW; o0 += 16) {
+        int64_t len = MIN(16, r->OW - o0);
+        __mmask16 k16 = (__mmask16)((1u << len) - 1);
+        __mmask32 k32 = (__mmask32)((1ull << (2 * len)) - 1);
+        __m512i a = _mm512_set1_epi32(b);
+        for (int64_t kh = 0; kh < r->KH; kh++) {
+            const int16_t *row = r->plane + (oh * r->sh + kh * r->dh) * r->wp + o0 * r->sw;
+            const int32_t *wv = r->wv + kh * r->KW;
+            if (pairs) {
+                int64_t kw = 0;
+                for (; kw + 1 < r->KW; kw += 2) {
+                    __m512i x = _mm512_maskz_loadu_epi16(k32, row + kw);
+                    __m512i w = _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)wv[kw] |
+                                                            (uint32_t)(uint16_t)wv[kw + 1] << 16));
+                    a = _mm512_add_epi32(a, _mm512_madd_epi16(x, w));
+                }
+                if (kw < r->KW) {
+                    __m512i x = _mm512_maskz_loadu_epi16(k32, row + kw);
+                    __m512i w = _mm512_set1_epi32((int32_t)(uint32_t)(uint16_t)wv[kw]);
+                    a = _mm512_add_epi32(a, _mm512_madd_epi16(x, w));
+                }
+            } else {
+                for (int64_t kw = 0; kw < r->KW; kw++) {
+                    __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k16, row + kw * r->dw));
+                    a = _mm512_add_epi32(a, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[kw])));
+                }
+            }
+        }
+        _mm512_mask_storeu_epi32(acc + o0, k16, a);
+    }
+}
 #endif
 
-typedef void (*dw_tap_fn)(int32_t *acc, const int16_t *src, int64_t len, int64_t s, int32_t wv);
+typedef void (*dw_row_fn)(const dw_row *r, int64_t oh, int32_t b, int32_t *acc);
 
-static dw_tap_fn dw_tap_for(qgemm_isa isa)
+static dw_row_fn dw_row_for(qgemm_isa isa)
 {
 #if defined(__x86_64__) || defined(__i386__)
     if (isa == QGEMM_AVX512VNNI)
-        return dw_tap_avx512;
+        return dw_row_avx512;
     if (isa == QGEMM_AVX2 || isa == QGEMM_AVXVNNI)
-        return dw_tap_avx2;
+        return dw_row_avx2;
 #endif
     (void)isa;
-    return dw_tap_generic;
+    return dw_row_generic;
+}
+
+// The channel's plane: x - zx as int16, zeros (the zero point) in the padding.
+static void dw_plane(const dw_job *j, const uint8_t *xs, int16_t *plane)
+{
+    const nn_window *w = &j->c->w;
+    int64_t H = w->in[1], W = w->in[2], left = MIN(w->pb[2], j->wp);
+    int64_t inner = MAX(0, MIN(W, j->wp - left)), right = j->wp - left - inner;
+    for (int64_t r = 0; r < j->hp; r++) {
+        int16_t *restrict d = plane + r * j->wp;
+        int64_t ih = r - w->pb[1];
+        if (ih < 0 || ih >= H) {
+            memset(d, 0, sizeof(int16_t) * (size_t)j->wp);
+            continue;
+        }
+        memset(d, 0, sizeof(int16_t) * (size_t)left);
+        const uint8_t *restrict s = xs + ih * W;
+        int16_t z = (int16_t)j->zx;
+        if (j->x_signed)
+            for (int64_t i = 0; i < inner; i++)
+                d[left + i] = (int16_t)((int8_t)s[i] - z);
+        else
+            for (int64_t i = 0; i < inner; i++)
+                d[left + i] = (int16_t)(s[i] - z);
+        memset(d + left + inner, 0, sizeof(int16_t) * (size_t)right);
+    }
 }
 
 static void dw_task(void *arg, int task, int worker)
@@ -222,54 +322,30 @@ static void dw_task(void *arg, int task, int worker)
     const dw_job *j = arg;
     const qconv_geom *c = j->c;
     const nn_window *w = &c->w;
-    dw_tap_fn tap = dw_tap_for(j->isa);
+    dw_row_fn row_fn = dw_row_for(j->isa);
     int64_t KH = w->k[1], KW = w->k[2], OH = w->out[1], OW = w->out[2], H = w->in[1], W = w->in[2];
     int64_t nz = j->zw ? reel_tensor_count(j->zw->rank, j->zw->shape) : 0;
-    enum { CHUNK = 512 };
-    int32_t acc[CHUNK];
-    int32_t wv[64]; // taps of the channel, zero point subtracted (more taps: read as we go)
+    int32_t *acc = g_new(int32_t, OW), *wv = g_new(int32_t, KH * KW);
     for (int64_t ch = task * j->per; ch < MIN(c->C, (task + 1) * j->per); ch++) {
-        // The channel's plane, x - zx, with zeros (the zero point) in the padding.
         int16_t *plane = j->planes + ch * j->hp * j->wp;
-        const uint8_t *xs = j->x + ch * H * W;
-        for (int64_t r = 0; r < j->hp; r++) {
-            int16_t *restrict d = plane + r * j->wp;
-            int64_t ih = r - w->pb[1];
-            if (ih < 0 || ih >= H) {
-                memset(d, 0, sizeof(int16_t) * (size_t)j->wp);
-                continue;
-            }
-            const uint8_t *restrict s = xs + ih * W;
-            for (int64_t cw = 0; cw < j->wp; cw++) {
-                int64_t iw = cw - w->pb[2];
-                int32_t v = iw >= 0 && iw < W ? (j->x_signed ? (int32_t)(int8_t)s[iw] : (int32_t)s[iw]) : j->zx;
-                d[cw] = (int16_t)(v - j->zx);
-            }
-        }
+        dw_plane(j, j->x + ch * H * W, plane);
         int32_t z = 0;
         if (nz)
             z = j->w_signed ? ((const int8_t *)j->zw->data)[nz == 1 ? 0 : ch]
                             : ((const uint8_t *)j->zw->data)[nz == 1 ? 0 : ch];
         const uint8_t *wr = (const uint8_t *)j->w->data + ch * KH * KW;
-        for (int64_t t = 0; t < MIN(KH * KW, 64); t++)
+        for (int64_t t = 0; t < KH * KW; t++)
             wv[t] = (j->w_signed ? (int32_t)(int8_t)wr[t] : (int32_t)wr[t]) - z;
+        dw_row r = { .plane = plane, .wp = j->wp, .OW = OW, .KH = KH, .KW = KW, .sh = w->s[1], .sw = w->s[2],
+                     .dh = w->d[1], .dw = w->d[2], .wv = wv };
         int32_t b = j->bias ? j->bias[ch] : 0;
-        for (int64_t oh = 0; oh < OH; oh++)
-            for (int64_t o0 = 0; o0 < OW; o0 += CHUNK) {
-                int64_t len = MIN(CHUNK, OW - o0);
-                for (int64_t i = 0; i < len; i++)
-                    acc[i] = b;
-                for (int64_t kh = 0; kh < KH; kh++) {
-                    const int16_t *row = plane + (oh * w->s[1] + kh * w->d[1]) * j->wp + o0 * w->s[2];
-                    for (int64_t kw = 0; kw < KW; kw++) {
-                        int64_t t = kh * KW + kw;
-                        int32_t v = t < 64 ? wv[t] : (j->w_signed ? (int32_t)(int8_t)wr[t] : (int32_t)wr[t]) - z;
-                        tap(acc, row + kw * w->d[2], len, w->s[2], v);
-                    }
-                }
-                qgemm_store_row(j->isa, &j->out, acc, len, ch, oh * OW + o0);
-            }
+        for (int64_t oh = 0; oh < OH; oh++) {
+            row_fn(&r, oh, b, acc);
+            qgemm_store_row(j->isa, &j->out, acc, OW, ch, oh * OW);
+        }
     }
+    g_free(acc);
+    g_free(wv);
 }
 
 // Multipliers in double, one per output channel.

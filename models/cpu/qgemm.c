@@ -51,7 +51,21 @@ void qgemm_pack_panels(int nr, int64_t K, int64_t n0, int64_t len, bool is_signe
                 int64_t jl = cl - j0 < nr ? cl - j0 : nr;
                 const uint8_t *restrict r0 = r[0] + j0, *restrict r1 = r[1] + j0, *restrict r2 = r[2] + j0,
                                         *restrict r3 = r[3] + j0;
-                for (int64_t j = 0; j < jl; j++) {
+                int64_t j = 0;
+#ifdef QGEMM_X86
+                // 16 columns of the four rows -> 64 interleaved bytes (SSE2).
+                for (; j + 16 <= jl; j += 16) {
+                    __m128i a = _mm_loadu_si128((const __m128i *)(r0 + j)), b = _mm_loadu_si128((const __m128i *)(r1 + j));
+                    __m128i c = _mm_loadu_si128((const __m128i *)(r2 + j)), e = _mm_loadu_si128((const __m128i *)(r3 + j));
+                    __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+                    __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+                    _mm_storeu_si128((__m128i *)(d + 4 * j), _mm_unpacklo_epi16(ab0, ce0));
+                    _mm_storeu_si128((__m128i *)(d + 4 * j + 16), _mm_unpackhi_epi16(ab0, ce0));
+                    _mm_storeu_si128((__m128i *)(d + 4 * j + 32), _mm_unpacklo_epi16(ab1, ce1));
+                    _mm_storeu_si128((__m128i *)(d + 4 * j + 48), _mm_unpackhi_epi16(ab1, ce1));
+                }
+#endif
+                for (; j < jl; j++) {
                     d[4 * j] = r0[j];
                     d[4 * j + 1] = r1[j];
                     d[4 * j + 2] = r2[j];
@@ -139,17 +153,11 @@ T256 static void requant_avx2(const qgemm_out *o, const int32_t *acc, int64_t le
         requant_generic(o, acc + j, len - j, m, n0 + j);
 }
 
-T512 static inline __m256i requant8_512(__m256i v, __m512d mult, __m512d zp, __m512d lo, __m512d hi)
-{
-    __m512d d = _mm512_mul_pd(_mm512_cvtepi32_pd(v), mult);
-    d = _mm512_roundscale_pd(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    d = _mm512_min_pd(_mm512_max_pd(_mm512_add_pd(d, zp), lo), hi);
-    return _mm512_cvtpd_epi32(d);
-}
+T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi);
 
 T512 static void requant_avx512(const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0)
 {
-    __m512d zp = _mm512_set1_pd(o->zp), lo = _mm512_set1_pd(o->lo), hi = _mm512_set1_pd(o->hi);
+    __m512i izp = _mm512_set1_epi32(o->zp), ilo = _mm512_set1_epi32(o->lo), ihi = _mm512_set1_epi32(o->hi);
     __m512d mr = _mm512_set1_pd(o->mult[o->mult_per_col ? 0 : m]);
     uint8_t *y = (uint8_t *)o->y + m * o->ldc + n0;
     for (int64_t j = 0; j < len; j += 16) {
@@ -162,10 +170,61 @@ T512 static void requant_avx512(const qgemm_out *o, const int32_t *acc, int64_t 
             m1 = _mm512_maskz_loadu_pd(k1, o->mult + n0 + j + 8);
         }
         __m512i v = _mm512_maskz_loadu_epi32(k, acc + j);
-        __m256i a = requant8_512(_mm512_castsi512_si256(v), m0, zp, lo, hi);
-        __m256i b = requant8_512(_mm512_extracti64x4_epi64(v, 1), m1, zp, lo, hi);
-        __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+        __m512i r = requant16_512(v, m0, m1, izp, ilo, ihi);
         _mm_mask_storeu_epi8(y + j, k, _mm512_cvtepi32_epi8(r)); // in range: truncation is exact
+    }
+}
+#endif
+
+#ifdef QGEMM_X86
+// 16 sums -> 16 clamped values: the product in double and rounded half to
+// even by vcvtpd2dq (the default rounding mode) after a clamp to +-2^30,
+// beyond which every output saturates anyway; then + zp and the clamp.
+T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi)
+{
+    __m512d big = _mm512_set1_pd(1073741824.0), nbig = _mm512_set1_pd(-1073741824.0);
+    __m512d d0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), m0);
+    __m512d d1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), m1);
+    d0 = _mm512_min_pd(_mm512_max_pd(d0, nbig), big);
+    d1 = _mm512_min_pd(_mm512_max_pd(d1, nbig), big);
+    __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)), _mm512_cvtpd_epi32(d1), 1);
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
+}
+
+// A tile's rows from T (row stride nr): zero-point corrections, bias and
+// the store or requantization, in registers.
+T512 static void finish_avx512(const qgemm_problem *p, const int32_t *T, int nr, int rows, int cols, int64_t m,
+                               int64_t n)
+{
+    const qgemm_out *o = &p->out;
+    __m512i zp = _mm512_set1_epi32(o->zp), lo = _mm512_set1_epi32(o->lo), hi = _mm512_set1_epi32(o->hi);
+    for (int c0 = 0; c0 < cols; c0 += 16) {
+        int len = cols - c0 < 16 ? cols - c0 : 16;
+        __mmask16 k = (__mmask16)((1u << len) - 1);
+        __m512i cs = _mm512_maskz_loadu_epi32(k, p->b_sum + n + c0), zb = _mm512_maskz_loadu_epi32(k, p->b_zp + n + c0);
+        __m512d mc0 = _mm512_setzero_pd(), mc1 = mc0;
+        if (o->mult_per_col && !o->c32) {
+            mc0 = _mm512_maskz_loadu_pd((__mmask8)k, o->mult + n + c0);
+            mc1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), o->mult + n + c0 + 8);
+        }
+        for (int r = 0; r < rows; r++) {
+            int64_t mr = m + r;
+            __m512i v = _mm512_maskz_loadu_epi32(k, T + r * nr + c0);
+            int32_t add = o->bias ? o->bias[mr] : 0;
+            if (p->a_zp[mr])
+                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(p->a_zp[mr])));
+            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zb, _mm512_set1_epi32(p->a_rr[mr])));
+            v = _mm512_add_epi32(v, _mm512_set1_epi32(add));
+            if (o->c32) {
+                _mm512_mask_storeu_epi32(o->c32 + mr * o->ldc + n + c0, k, v);
+                continue;
+            }
+            __m512d m0 = mc0, m1 = mc1;
+            if (!o->mult_per_col)
+                m0 = m1 = _mm512_set1_pd(o->mult[mr]);
+            __m512i y = requant16_512(v, m0, m1, zp, lo, hi);
+            _mm_mask_storeu_epi8((uint8_t *)o->y + mr * o->ldc + n + c0, k, _mm512_cvtepi32_epi8(y));
+        }
     }
 }
 #endif
@@ -456,6 +515,12 @@ void qgemm_compute(qgemm_isa isa, const qgemm_problem *p, int64_t m0, int64_t m1
             int cols = n1 - n < k.nr ? (int)(n1 - n) : k.nr;
             k.dot(p->a + m * p->lda, p->lda, p->b + n / k.nr * p->kq * k.nr * 4, p->kq, T, rows, cols,
                   p->a_unsigned);
+#ifdef QGEMM_X86
+            if (isa == QGEMM_AVX512VNNI) {
+                finish_avx512(p, T, k.nr, rows, cols, m, n);
+                continue;
+            }
+#endif
             for (int r = 0; r < rows; r++) {
                 correct_row(p, T + r * k.nr, cols, m + r, n, C);
                 rq(&p->out, C, cols, m + r, n);
