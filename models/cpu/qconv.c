@@ -197,6 +197,7 @@ typedef struct dw_job {
 // columns kept in registers over all the taps.
 typedef struct dw_row {
     const int16_t *plane;
+    int32_t *pairs;      // AVX-512, stride 1: (x[c], x[c + dw]) per plane position, built per channel
     int64_t wp, OW, KH, KW, sh, sw, dh, dw;
     const int32_t *wv;   // KH * KW taps, zero point subtracted
 } dw_row;
@@ -243,6 +244,26 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dw_row_avx512(c
         dw_row_generic(r, oh, b, acc);
         return;
     }
+    if (r->sw == 1) {
+        // Two taps per vpmaddwd from the pair plane.
+        for (int64_t o0 = 0; o0 < r->OW; o0 += 16) {
+            int64_t len = MIN(16, r->OW - o0);
+            __mmask16 k16 = (__mmask16)((1u << len) - 1);
+            __m512i a = _mm512_set1_epi32(b);
+            for (int64_t kh = 0; kh < r->KH; kh++) {
+                const int32_t *row = r->pairs + (oh * r->sh + kh * r->dh) * r->wp + o0;
+                const int32_t *wv = r->wv + kh * r->KW;
+                for (int64_t kw = 0; kw < r->KW; kw += 2) {
+                    uint32_t w1 = kw + 1 < r->KW ? (uint32_t)(uint16_t)wv[kw + 1] : 0;
+                    __m512i w = _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)wv[kw] | w1 << 16));
+                    __m512i x = _mm512_maskz_loadu_epi32(k16, row + kw * r->dw);
+                    a = _mm512_add_epi32(a, _mm512_madd_epi16(x, w));
+                }
+            }
+            _mm512_mask_storeu_epi32(acc + o0, k16, a);
+        }
+        return;
+    }
     for (int64_t o0 = 0; o0 < r->OW; o0 += 16) {
         int64_t len = MIN(16, r->OW - o0);
         __mmask16 k16 = (__mmask16)((1u << len) - 1);
@@ -274,6 +295,22 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dw_row_avx512(c
         _mm512_mask_storeu_epi32(acc + o0, k16, a);
     }
 }
+
+// The pair plane of dw_row_avx512: (x[c], x[c + dw]), 0 past the row.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dw_pairs_avx512(const int16_t *plane, int64_t hp,
+                                                                                  int64_t wp, int64_t dw,
+                                                                                  int32_t *restrict pairs)
+{
+    for (int64_t r = 0; r < hp; r++) {
+        const int16_t *restrict x = plane + r * wp;
+        int32_t *restrict d = pairs + r * wp;
+        int64_t inner = MAX(0, wp - dw);
+        for (int64_t c = 0; c < inner; c++)
+            d[c] = (int32_t)((uint32_t)(uint16_t)x[c] | (uint32_t)(uint16_t)x[c + dw] << 16);
+        for (int64_t c = inner; c < wp; c++)
+            d[c] = (int32_t)(uint32_t)(uint16_t)x[c];
+    }
+}
 #endif
 
 typedef void (*dw_row_fn)(const dw_row *r, int64_t oh, int32_t b, int32_t *acc);
@@ -303,7 +340,8 @@ static void dw_plane(const dw_job *j, const uint8_t *xs, int16_t *plane)
             memset(d, 0, sizeof(int16_t) * (size_t)j->wp);
             continue;
         }
-        memset(d, 0, sizeof(int16_t) * (size_t)left);
+        for (int64_t i = 0; i < left; i++) // a pad or two: no memset call
+            d[i] = 0;
         const uint8_t *restrict s = xs + ih * W;
         int16_t z = (int16_t)j->zx;
         if (j->x_signed)
@@ -312,7 +350,8 @@ static void dw_plane(const dw_job *j, const uint8_t *xs, int16_t *plane)
         else
             for (int64_t i = 0; i < inner; i++)
                 d[left + i] = (int16_t)(s[i] - z);
-        memset(d + left + inner, 0, sizeof(int16_t) * (size_t)right);
+        for (int64_t i = 0; i < right; i++)
+            d[left + inner + i] = 0;
     }
 }
 
@@ -325,7 +364,14 @@ static void dw_task(void *arg, int task, int worker)
     dw_row_fn row_fn = dw_row_for(j->isa);
     int64_t KH = w->k[1], KW = w->k[2], OH = w->out[1], OW = w->out[2], H = w->in[1], W = w->in[2];
     int64_t nz = j->zw ? reel_tensor_count(j->zw->rank, j->zw->shape) : 0;
-    int32_t *acc = g_new(int32_t, OW), *wv = g_new(int32_t, KH * KW);
+    // The channel's whole output (contiguous in NCHW) is requantized at once.
+    int32_t *acc = g_new(int32_t, OH * OW), *wv = g_new(int32_t, KH * KW);
+#if defined(__x86_64__) || defined(__i386__)
+    bool pairs = j->isa == QGEMM_AVX512VNNI && w->s[2] == 1;
+    int32_t *pair_plane = pairs ? g_new(int32_t, j->hp * j->wp) : NULL;
+#else
+    int32_t *pair_plane = NULL;
+#endif
     for (int64_t ch = task * j->per; ch < MIN(c->C, (task + 1) * j->per); ch++) {
         int16_t *plane = j->planes + ch * j->hp * j->wp;
         dw_plane(j, j->x + ch * H * W, plane);
@@ -336,16 +382,20 @@ static void dw_task(void *arg, int task, int worker)
         const uint8_t *wr = (const uint8_t *)j->w->data + ch * KH * KW;
         for (int64_t t = 0; t < KH * KW; t++)
             wv[t] = (j->w_signed ? (int32_t)(int8_t)wr[t] : (int32_t)wr[t]) - z;
-        dw_row r = { .plane = plane, .wp = j->wp, .OW = OW, .KH = KH, .KW = KW, .sh = w->s[1], .sw = w->s[2],
+#if defined(__x86_64__) || defined(__i386__)
+        if (pair_plane)
+            dw_pairs_avx512(plane, j->hp, j->wp, w->d[2], pair_plane);
+#endif
+        dw_row r = { .plane = plane, .pairs = pair_plane, .wp = j->wp, .OW = OW, .KH = KH, .KW = KW, .sh = w->s[1], .sw = w->s[2],
                      .dh = w->d[1], .dw = w->d[2], .wv = wv };
         int32_t b = j->bias ? j->bias[ch] : 0;
-        for (int64_t oh = 0; oh < OH; oh++) {
-            row_fn(&r, oh, b, acc);
-            qgemm_store_row(j->isa, &j->out, acc, OW, ch, oh * OW);
-        }
+        for (int64_t oh = 0; oh < OH; oh++)
+            row_fn(&r, oh, b, acc + oh * OW);
+        qgemm_store_row(j->isa, &j->out, acc, OH * OW, ch, 0);
     }
     g_free(acc);
     g_free(wv);
+    g_free(pair_plane);
 }
 
 // Multipliers in double, one per output channel.
