@@ -3,7 +3,7 @@
 // ResNet-18's layers, single-threaded. Built by CMake (bench-qgemm-kernel),
 // run by bench/qgemm-kernel.
 //
-//   bench-qgemm-kernel [REPEAT]
+//   bench-qgemm-kernel [REPEAT [gemm|conv|dw]]     (only those rows)
 //
 // GEMM rows: C[M,N] = W[M,K] X[K,N] as a conv runs it (X packed in panels
 // beforehand; int8: zero-point corrections, bias, requantization and a
@@ -14,6 +14,7 @@
 // many calls as take about 10 ms.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "models/cpu/microgemm.h"
@@ -290,7 +291,8 @@ int main(int argc, char **argv)
         { 384, 64, 196 },  { 160, 960, 49 },  { 960, 160, 49 },  { 1280, 320, 49 }, { 64, 576, 3136 },
         { 128, 1152, 784 }, { 256, 2304, 196 }, { 512, 4608, 49 },
     };
-    for (size_t i = 0; i < sizeof gemms / sizeof *gemms; i++)
+    const char *only = argc > 2 ? argv[2] : "";
+    for (size_t i = 0; i < sizeof gemms / sizeof *gemms && (!*only || !strcmp(only, "gemm")); i++)
         bench_gemm(gemms[i], repeat);
     static const layer convs[] = {
         { "mobilenet", 3, 224, 32, 3, 2, 1 },   { "mobilenet", 32, 112, 32, 3, 1, 32 },
@@ -303,6 +305,7 @@ int main(int argc, char **argv)
     };
     printf("ops (QLinearConv / Conv with bias and Relu6)  |     int8     fp32 | int8/fp32\n");
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
-        bench_conv(convs[i], repeat);
+        if (!*only || !strcmp(only, "conv") || (!strcmp(only, "dw") && convs[i].G > 1))
+            bench_conv(convs[i], repeat);
     return 0;
 }

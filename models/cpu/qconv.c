@@ -70,6 +70,7 @@ static void dw_plane_dims(const qconv_geom *c, int64_t *hp, int64_t *wp)
     const nn_window *w = &c->w;
     *hp = (w->out[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
     *wp = (w->out[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
+    *wp += *wp % 2; // even: a flat stride-2 run reads whole int16 pairs
 }
 
 size_t qconv_fast_scratch(const qconv_geom *c)
@@ -77,7 +78,9 @@ size_t qconv_fast_scratch(const qconv_geom *c)
     if (is_depthwise(c)) {
         int64_t hp, wp;
         dw_plane_dims(c, &hp, &wp);
-        return 2 * (size_t)(c->C * hp * wp) + 64;
+        // Flat runs read up to two rows and a vector past a plane (columns
+        // that are dropped).
+        return 2 * (size_t)(c->C * hp * wp + 2 * wp + 64) + 64;
     }
     int64_t np = qgemm_np(c->P, 32), kp = qgemm_kp(c->K);
     // Panels, column sums and zero points, the weights when they are not
@@ -233,71 +236,77 @@ DW_ROW(dw_row_avx2, __attribute__((target("avx2,fma"))))
 
 #include <immintrin.h>
 
-// AVX-512: 16 columns per vector. Stride 1: taps by vpmulld on the widened
-// plane; stride 2 (no dilation): the plane's int16 pairs (x[2j], x[2j+1])
-// are two neighbouring taps of output j, one vpmaddwd for both.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dw_row_avx512(const dw_row *r, int64_t oh,
-                                                                                int32_t b, int32_t *acc)
+// AVX-512: 16 columns per vector, two taps per vpmaddwd: on stride 1 from
+// the pair plane (x[c], x[c + dw]) as int32, on stride 2 (no dilation) from
+// the plane's own int16 pairs (x[2j], x[2j + 1]). A row of kh's taps starts
+// at start + kh * khstep bytes, pair q at q * qstep more; an odd last tap
+// pairs with weight 0.
+#define T512DW __attribute__((target("avx512f,avx512bw,avx512vl")))
+T512DW static inline __attribute__((always_inline)) void dw_pairs_body(const char *start, int64_t khstep,
+                                                                       int64_t qstep, int64_t OW, int32_t b,
+                                                                       int32_t *acc, const __m512i *w, const int KH,
+                                                                       const int NP)
 {
-    bool pairs = r->sw == 2 && r->dw == 1;
-    if (r->sw > 2 || (r->sw == 2 && !pairs)) {
-        dw_row_generic(r, oh, b, acc);
-        return;
-    }
-    if (r->sw == 1) {
-        // Two taps per vpmaddwd from the pair plane.
-        for (int64_t o0 = 0; o0 < r->OW; o0 += 16) {
-            int64_t len = MIN(16, r->OW - o0);
-            __mmask16 k16 = (__mmask16)((1u << len) - 1);
-            __m512i a = _mm512_set1_epi32(b);
-            for (int64_t kh = 0; kh < r->KH; kh++) {
-                const int32_t *row = r->pairs + (oh * r->sh + kh * r->dh) * r->wp + o0;
-                const int32_t *wv = r->wv + kh * r->KW;
-                for (int64_t kw = 0; kw < r->KW; kw += 2) {
-                    uint32_t w1 = kw + 1 < r->KW ? (uint32_t)(uint16_t)wv[kw + 1] : 0;
-                    __m512i w = _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)wv[kw] | w1 << 16));
-                    __m512i x = _mm512_maskz_loadu_epi32(k16, row + kw * r->dw);
-                    a = _mm512_add_epi32(a, _mm512_madd_epi16(x, w));
-                }
+    for (int64_t o0 = 0; o0 < OW; o0 += 16) {
+        __mmask16 k = OW - o0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (OW - o0)) - 1);
+        __m512i a = _mm512_set1_epi32(b), a2 = _mm512_setzero_si512();
+        for (int kh = 0; kh < KH; kh++)
+            for (int q = 0; q < NP; q++) {
+                __m512i x = _mm512_maskz_loadu_epi32(k, start + kh * khstep + q * qstep + o0 * 4);
+                if ((kh * NP + q) % 2)
+                    a2 = _mm512_add_epi32(a2, _mm512_madd_epi16(x, w[kh * NP + q]));
+                else
+                    a = _mm512_add_epi32(a, _mm512_madd_epi16(x, w[kh * NP + q]));
             }
-            _mm512_mask_storeu_epi32(acc + o0, k16, a);
-        }
-        return;
-    }
-    for (int64_t o0 = 0; o0 < r->OW; o0 += 16) {
-        int64_t len = MIN(16, r->OW - o0);
-        __mmask16 k16 = (__mmask16)((1u << len) - 1);
-        __mmask32 k32 = (__mmask32)((1ull << (2 * len)) - 1);
-        __m512i a = _mm512_set1_epi32(b);
-        for (int64_t kh = 0; kh < r->KH; kh++) {
-            const int16_t *row = r->plane + (oh * r->sh + kh * r->dh) * r->wp + o0 * r->sw;
-            const int32_t *wv = r->wv + kh * r->KW;
-            if (pairs) {
-                int64_t kw = 0;
-                for (; kw + 1 < r->KW; kw += 2) {
-                    __m512i x = _mm512_maskz_loadu_epi16(k32, row + kw);
-                    __m512i w = _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)wv[kw] |
-                                                            (uint32_t)(uint16_t)wv[kw + 1] << 16));
-                    a = _mm512_add_epi32(a, _mm512_madd_epi16(x, w));
-                }
-                if (kw < r->KW) {
-                    __m512i x = _mm512_maskz_loadu_epi16(k32, row + kw);
-                    __m512i w = _mm512_set1_epi32((int32_t)(uint32_t)(uint16_t)wv[kw]);
-                    a = _mm512_add_epi32(a, _mm512_madd_epi16(x, w));
-                }
-            } else {
-                for (int64_t kw = 0; kw < r->KW; kw++) {
-                    __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k16, row + kw * r->dw));
-                    a = _mm512_add_epi32(a, _mm512_mullo_epi32(x, _mm512_set1_epi32(wv[kw])));
-                }
-            }
-        }
-        _mm512_mask_storeu_epi32(acc + o0, k16, a);
+        _mm512_mask_storeu_epi32(acc + o0, k, _mm512_add_epi32(a, a2));
     }
 }
 
+// Whether dw_row_avx512 takes the row (else the generic kernel).
+static bool dw_avx512_fits(const dw_row *r)
+{
+    return (r->sw == 1 || (r->sw == 2 && r->dw == 1)) && r->KH <= 7 && r->KW <= 7;
+}
+
+// len outputs from row oh on (len past the row's end: a flat run over the
+// following rows, whose extra columns the caller drops).
+T512DW static void dw_run_avx512(const dw_row *r, int64_t oh, int64_t len, int32_t b, int32_t *acc)
+{
+    int np = (int)(r->KW + 1) / 2;
+    __m512i w[7 * 4];
+    for (int64_t kh = 0; kh < r->KH; kh++)
+        for (int q = 0; q < np; q++) {
+            const int32_t *wv = r->wv + kh * r->KW + 2 * q;
+            uint32_t w1 = 2 * q + 1 < r->KW ? (uint32_t)(uint16_t)wv[1] : 0;
+            w[kh * np + q] = _mm512_set1_epi32((int32_t)((uint32_t)(uint16_t)wv[0] | w1 << 16));
+        }
+    const char *start;
+    int64_t khstep, qstep;
+    if (r->sw == 1) {
+        start = (const char *)(r->pairs + oh * r->sh * r->wp);
+        khstep = 4 * r->dh * r->wp, qstep = 8 * r->dw;
+    } else {
+        start = (const char *)(r->plane + oh * r->sh * r->wp);
+        khstep = 2 * r->dh * r->wp, qstep = 4;
+    }
+    if (r->KH == 3 && np == 2)
+        dw_pairs_body(start, khstep, qstep, len, b, acc, w, 3, 2);
+    else if (r->KH == 5 && np == 3)
+        dw_pairs_body(start, khstep, qstep, len, b, acc, w, 5, 3);
+    else
+        dw_pairs_body(start, khstep, qstep, len, b, acc, w, (int)r->KH, np);
+}
+
+T512DW static void dw_row_avx512(const dw_row *r, int64_t oh, int32_t b, int32_t *acc)
+{
+    if (!dw_avx512_fits(r))
+        dw_row_generic(r, oh, b, acc);
+    else
+        dw_run_avx512(r, oh, r->OW, b, acc);
+}
+
 // The pair plane of dw_row_avx512: (x[c], x[c + dw]), 0 past the row.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dw_pairs_avx512(const int16_t *plane, int64_t hp,
+T512DW static void dw_pairs_avx512(const int16_t *plane, int64_t hp,
                                                                                   int64_t wp, int64_t dw,
                                                                                   int32_t *restrict pairs)
 {
@@ -365,10 +374,10 @@ static void dw_task(void *arg, int task, int worker)
     int64_t KH = w->k[1], KW = w->k[2], OH = w->out[1], OW = w->out[2], H = w->in[1], W = w->in[2];
     int64_t nz = j->zw ? reel_tensor_count(j->zw->rank, j->zw->shape) : 0;
     // The channel's whole output (contiguous in NCHW) is requantized at once.
-    int32_t *acc = g_new(int32_t, OH * OW), *wv = g_new(int32_t, KH * KW);
+    int32_t *acc = g_new(int32_t, OH * MAX(OW, j->wp) + 16), *wv = g_new(int32_t, KH * KW);
 #if defined(__x86_64__) || defined(__i386__)
     bool pairs = j->isa == QGEMM_AVX512VNNI && w->s[2] == 1;
-    int32_t *pair_plane = pairs ? g_new(int32_t, j->hp * j->wp) : NULL;
+    int32_t *pair_plane = pairs ? g_new(int32_t, j->hp * j->wp + 2 * j->wp + 64) : NULL;
 #else
     int32_t *pair_plane = NULL;
 #endif
@@ -383,12 +392,26 @@ static void dw_task(void *arg, int task, int worker)
         for (int64_t t = 0; t < KH * KW; t++)
             wv[t] = (j->w_signed ? (int32_t)(int8_t)wr[t] : (int32_t)wr[t]) - z;
 #if defined(__x86_64__) || defined(__i386__)
-        if (pair_plane)
-            dw_pairs_avx512(plane, j->hp, j->wp, w->d[2], pair_plane);
+        if (pair_plane) // over the plane as one row: flat runs read across rows
+            dw_pairs_avx512(plane, 1, j->hp * j->wp, w->d[2], pair_plane);
 #endif
         dw_row r = { .plane = plane, .pairs = pair_plane, .wp = j->wp, .OW = OW, .KH = KH, .KW = KW, .sh = w->s[1], .sw = w->s[2],
                      .dh = w->d[1], .dw = w->d[2], .wv = wv };
         int32_t b = j->bias ? j->bias[ch] : 0;
+#if defined(__x86_64__) || defined(__i386__)
+        // Equal strides: the whole output as one flat run of wp columns per
+        // row (stride 2 reads every other plane row: the run's rows are wp
+        // apart, half of them dropped, so only on narrow images), then the
+        // columns past OW dropped: no per-row overhead on small images.
+        if (j->isa == QGEMM_AVX512VNNI && w->s[1] == w->s[2] && dw_avx512_fits(&r) && (w->s[2] == 1 || OW < 32)) {
+            int64_t width = j->wp;
+            dw_run_avx512(&r, 0, OH * width, b, acc);
+            for (int64_t oh = 1; oh < OH; oh++)
+                memmove(acc + oh * OW, acc + oh * width, sizeof(int32_t) * (size_t)OW);
+            qgemm_store_row(j->isa, &j->out, acc, OH * OW, ch, 0);
+            continue;
+        }
+#endif
         for (int64_t oh = 0; oh < OH; oh++)
             row_fn(&r, oh, b, acc + oh * OW);
         qgemm_store_row(j->isa, &j->out, acc, OH * OW, ch, 0);
