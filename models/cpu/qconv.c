@@ -43,7 +43,8 @@ static wpack *wpack_make(void *mem, const reel_tensor *w, const reel_tensor *zw,
             sum += (int8_t)b;
         }
         memset(dst + K, 0, (size_t)(p->Kp - K));
-        int32_t z = 0;
+        // The zero point (0 when omitted), shifted as the weights are.
+        int32_t z = u8 ? -128 : 0;
         if (nz)
             z = u8 ? (int32_t)((const uint8_t *)zw->data)[nz == 1 ? 0 : m] - 128
                    : (int32_t)((const int8_t *)zw->data)[nz == 1 ? 0 : m];

@@ -803,6 +803,8 @@ static void isa_matmul(void **state)
     reel_tensor *inb[3] = { q8_random(1, 4, a4, 7), q8_random(0, 3, b3, 8), q8_zero_points(1, 0, 9) };
     opcall c = { .op = "MatMulInteger", .n_out = 1 };
     expect_isas_match(&c, 3, inb, "MatMulInteger batched");
+    reel_tensor *inz[2] = { q8_random(1, 4, a4, 10), q8_random(0, 3, b3, 11) };
+    expect_isas_match(&c, 2, inz, "MatMulInteger without zero points");
 }
 
 typedef struct qconv_case {
@@ -860,6 +862,11 @@ static void isa_conv(void **state)
         conv_attrs(&cc, s, store);
         snprintf(what, sizeof what, "ConvInteger case %zu", ci);
         expect_isas_match(&cc, 4, ii, what);
+
+        // Without zero points (0, which uint8 weights shift to -128).
+        reel_tensor *iz[2] = { q8_random(k->xs, 4, xsh, seed++), q8_random(k->ws, 4, wsh, seed++) };
+        snprintf(what, sizeof what, "ConvInteger case %zu without zero points", ci);
+        expect_isas_match(&cc, 2, iz, what);
     }
 }
 
