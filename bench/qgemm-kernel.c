@@ -147,8 +147,9 @@ static void bench_gemm(shape s, int repeat)
     qgemm_pack_panels(nr, s.K, 0, s.N, false, x_row, &xr, P, sum);
     qjob q = { .M = s.M, .N = s.N };
     q.p = (qgemm_problem){ .a = W, .lda = (size_t)kp, .a_zp = zp, .a_rr = rr, .b = P, .kq = kp / 4, .nr = nr,
-                           .b_sum = sum, .b_zp = xz };
-    q.p.out = (qgemm_out){ .y = Y, .ldc = s.N, .bias = bias, .mult = mult, .zp = 3, .lo = 3, .hi = 255 };
+                           .b_sum = sum, .b_zp = xz, .b_zp_one = true };
+    q.p.out = (qgemm_out){ .y = Y, .ldc = s.N, .bias = bias, .mult = mult, .zp = 3, .lo = 3, .hi = 255,
+                           .mult_small = qgemm_mult_small(mult, s.M) };
     fjob f = { .s = s, .A = rnd_floats((size_t)s.M * s.K), .B = rnd_floats((size_t)s.K * s.N),
                .bias = rnd_floats((size_t)s.M), .C = rnd_floats((size_t)s.M * s.N) };
     double tq, tf;

@@ -512,13 +512,14 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
             int64_t m0 = g * c->Mg, y0 = (img * c->M + m0) * c->P;
             j.p = (qgemm_problem){ .a = wp->rows + m0 * wp->Kp, .lda = (size_t)wp->Kp, .a_unsigned = false,
                                    .a_zp = wp->zp + m0, .a_rr = wp->rr + m0, .b = panels, .kq = kp / 4, .nr = nr,
-                                   .b_sum = colsum, .b_zp = bzp };
+                                   .b_sum = colsum, .b_zp = bzp, .b_zp_one = true };
             j.p.out = (qgemm_out){ .ldc = c->P, .bias = bias ? (const int32_t *)bias->data + m0 : NULL };
             if (q) {
                 j.p.out.y = (uint8_t *)Y + y0;
                 j.p.out.y_signed = q->dt == REEL_DTYPE_INT8;
                 j.p.out.mult = mult + m0;
                 j.p.out.zp = q->zp, j.p.out.lo = q->lo, j.p.out.hi = q->hi;
+                j.p.out.mult_small = qgemm_mult_small(mult + m0, c->Mg);
             } else {
                 j.p.out.c32 = Y32 + y0;
             }

@@ -205,42 +205,6 @@ T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m5
     return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
 }
 
-// A tile's rows from T (row stride nr): zero-point corrections, bias and
-// the store or requantization, in registers.
-T512 static void finish_avx512(const qgemm_problem *p, const int32_t *T, int nr, int rows, int cols, int64_t m,
-                               int64_t n)
-{
-    const qgemm_out *o = &p->out;
-    __m512i zp = _mm512_set1_epi32(o->zp), lo = _mm512_set1_epi32(o->lo), hi = _mm512_set1_epi32(o->hi);
-    for (int c0 = 0; c0 < cols; c0 += 16) {
-        int len = cols - c0 < 16 ? cols - c0 : 16;
-        __mmask16 k = (__mmask16)((1u << len) - 1);
-        __m512i cs = _mm512_maskz_loadu_epi32(k, p->b_sum + n + c0), zb = _mm512_maskz_loadu_epi32(k, p->b_zp + n + c0);
-        __m512d mc0 = _mm512_setzero_pd(), mc1 = mc0;
-        if (o->mult_per_col && !o->c32) {
-            mc0 = _mm512_maskz_loadu_pd((__mmask8)k, o->mult + n + c0);
-            mc1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), o->mult + n + c0 + 8);
-        }
-        for (int r = 0; r < rows; r++) {
-            int64_t mr = m + r;
-            __m512i v = _mm512_maskz_loadu_epi32(k, T + r * nr + c0);
-            int32_t add = o->bias ? o->bias[mr] : 0;
-            if (p->a_zp[mr])
-                v = _mm512_sub_epi32(v, _mm512_mullo_epi32(cs, _mm512_set1_epi32(p->a_zp[mr])));
-            v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zb, _mm512_set1_epi32(p->a_rr[mr])));
-            v = _mm512_add_epi32(v, _mm512_set1_epi32(add));
-            if (o->c32) {
-                _mm512_mask_storeu_epi32(o->c32 + mr * o->ldc + n + c0, k, v);
-                continue;
-            }
-            __m512d m0 = mc0, m1 = mc1;
-            if (!o->mult_per_col)
-                m0 = m1 = _mm512_set1_pd(o->mult[mr]);
-            __m512i y = requant16_512(v, m0, m1, zp, lo, hi);
-            store16(o, (uint8_t *)o->y + mr * o->ldc + n + c0, k, len, y);
-        }
-    }
-}
 #endif
 
 typedef void (*requant_fn)(const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0);
@@ -428,6 +392,96 @@ T512 static void dot_avx512(const uint8_t *A, size_t lda, const uint8_t *B, int6
     ROWS_CASES(Z_CALL)
 #undef Z_CALL
 }
+
+// The store of one vector of sums of row m, columns n.. (mask k): the
+// zero-point corrections (per-row constants hoisted by the caller: rc =
+// bias - zb * (rowsum - K za) when zb is one value), requantization.
+typedef struct row_consts {
+    __m512i za, rr, rc;
+    __m512d mult;
+} row_consts;
+
+T512 static inline __attribute__((always_inline)) void store_vec(const qgemm_problem *p, __m512i v, int64_t m,
+                                                                 int64_t n, __mmask16 k, int len,
+                                                                 const row_consts *rcs, bool zb_one, bool za_zero,
+                                                                 bool small)
+{
+    const qgemm_out *o = &p->out;
+    if (!za_zero)
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_sum + n), rcs->za));
+    if (!zb_one)
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_zp + n), rcs->rr));
+    v = _mm512_add_epi32(v, rcs->rc);
+    if (o->c32) {
+        _mm512_mask_storeu_epi32(o->c32 + m * o->ldc + n, k, v);
+        return;
+    }
+    __m512d m0 = rcs->mult, m1 = rcs->mult;
+    if (o->mult_per_col) {
+        m0 = _mm512_maskz_loadu_pd((__mmask8)k, o->mult + n);
+        m1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), o->mult + n + 8);
+    }
+    __m512d d0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), m0);
+    __m512d d1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), m1);
+    if (!small) { // beyond +-2^30 every output saturates; vcvtpd2dq would overflow
+        __m512d big = _mm512_set1_pd(1073741824.0), nbig = _mm512_set1_pd(-1073741824.0);
+        d0 = _mm512_min_pd(_mm512_max_pd(d0, nbig), big);
+        d1 = _mm512_min_pd(_mm512_max_pd(d1, nbig), big);
+    }
+    __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)), _mm512_cvtpd_epi32(d1), 1);
+    r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, _mm512_set1_epi32(o->zp)), _mm512_set1_epi32(o->lo)),
+                         _mm512_set1_epi32(o->hi));
+    store16(o, (uint8_t *)o->y + m * o->ldc + n, k, len, r);
+}
+
+// A whole tile, rows [m, m + rows) by columns [n, n + cols), the sums never
+// leaving the registers.
+T512 static inline __attribute__((always_inline)) void tile_avx512_body(const qgemm_problem *p, int64_t m, int64_t n,
+                                                                        int cols, const int rows, const int np,
+                                                                        const bool a_unsigned)
+{
+    const uint8_t *A = p->a + m * p->lda, *B = p->b + n / 32 * p->kq * 128;
+    size_t lda = p->lda;
+    __m512i c[8][2];
+    for (int r = 0; r < 8; r++)
+        c[r][0] = c[r][1] = _mm512_setzero_si512();
+    for (int64_t q = 0; q < p->kq; q++) {
+        __m512i b0 = _mm512_loadu_si512(B + q * 128);
+        __m512i b1 = np > 1 ? _mm512_loadu_si512(B + q * 128 + 64) : _mm512_setzero_si512();
+        for (int r = 0; r < rows; r++) {
+            __m512i a = _mm512_set1_epi32(load4(A + r * lda + 4 * q));
+            c[r][0] = a_unsigned ? _mm512_dpbusd_epi32(c[r][0], a, b0) : _mm512_dpbusd_epi32(c[r][0], b0, a);
+            if (np > 1)
+                c[r][1] = a_unsigned ? _mm512_dpbusd_epi32(c[r][1], a, b1) : _mm512_dpbusd_epi32(c[r][1], b1, a);
+        }
+    }
+    const qgemm_out *o = &p->out;
+    bool zb_one = p->b_zp_one, small = o->mult_small;
+    int l0 = cols < 16 ? cols : 16, l1 = cols - 16;
+    __mmask16 k0 = (__mmask16)((1u << l0) - 1), k1 = l1 > 0 ? (__mmask16)((1u << l1) - 1) : 0;
+    for (int r = 0; r < rows; r++) {
+        int64_t mr = m + r;
+        int32_t za = p->a_zp[mr], rr = p->a_rr[mr], bias = o->bias ? o->bias[mr] : 0;
+        row_consts rc = { _mm512_set1_epi32(za), _mm512_set1_epi32(rr),
+                          _mm512_set1_epi32((int32_t)((uint32_t)bias - (zb_one ? (uint32_t)p->b_zp[0] * (uint32_t)rr : 0))),
+                          _mm512_set1_pd(o->c32 || o->mult_per_col ? 0 : o->mult[mr]) };
+        bool za_zero = za == 0;
+        store_vec(p, c[r][0], mr, n, k0, l0, &rc, zb_one, za_zero, small);
+        if (np > 1 && l1 > 0)
+            store_vec(p, c[r][1], mr, n + 16, k1, l1, &rc, zb_one, za_zero, small);
+    }
+}
+
+T512 static void tile_avx512(const qgemm_problem *p, int64_t m, int64_t n, int rows, int cols)
+{
+#define TILE_CALL(R)                                                                                             \
+    (cols > 16 ? (p->a_unsigned ? tile_avx512_body(p, m, n, cols, R, 2, true)                                   \
+                                : tile_avx512_body(p, m, n, cols, R, 2, false))                                 \
+               : (p->a_unsigned ? tile_avx512_body(p, m, n, cols, R, 1, true)                                   \
+                                : tile_avx512_body(p, m, n, cols, R, 1, false)))
+    ROWS_CASES(TILE_CALL)
+#undef TILE_CALL
+}
 #endif
 
 // ---- Choosing the kernels
@@ -515,6 +569,14 @@ void qgemm_isa_force(qgemm_isa isa)
     atomic_store_explicit(&chosen, qgemm_isa_supported(isa) ? (int)isa : (int)choose(), memory_order_relaxed);
 }
 
+bool qgemm_mult_small(const double *mult, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(mult[i]) < 0.25))
+            return false;
+    return true;
+}
+
 // ---- The driver
 
 void qgemm_compute(qgemm_isa isa, const qgemm_problem *p, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
@@ -527,14 +589,14 @@ void qgemm_compute(qgemm_isa isa, const qgemm_problem *p, int64_t m0, int64_t m1
         int rows = m1 - m < k.mr ? (int)(m1 - m) : k.mr;
         for (int64_t n = n0; n < n1; n += k.nr) {
             int cols = n1 - n < k.nr ? (int)(n1 - n) : k.nr;
-            k.dot(p->a + m * p->lda, p->lda, p->b + n / k.nr * p->kq * k.nr * 4, p->kq, T, rows, cols,
-                  p->a_unsigned);
 #ifdef QGEMM_X86
             if (isa == QGEMM_AVX512VNNI) {
-                finish_avx512(p, T, k.nr, rows, cols, m, n);
+                tile_avx512(p, m, n, rows, cols);
                 continue;
             }
 #endif
+            k.dot(p->a + m * p->lda, p->lda, p->b + n / k.nr * p->kq * k.nr * 4, p->kq, T, rows, cols,
+                  p->a_unsigned);
             for (int r = 0; r < rows; r++) {
                 correct_row(p, T + r * k.nr, cols, m + r, n, C);
                 rq(&p->out, C, cols, m + r, n);

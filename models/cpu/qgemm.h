@@ -75,7 +75,11 @@ typedef struct qgemm_out {
     const double *mult;      // requantization multiplier: per row, or per column when mult_per_col
     bool mult_per_col;
     int32_t zp, lo, hi;      // output zero point, clamp (saturation and a fused Relu/Clip)
+    bool mult_small;         // every |mult| < 0.25: no product reaches 2^30 (qgemm_mult_small)
 } qgemm_out;
+
+// Whether every multiplier of mult[0..n) is below 0.25 in magnitude.
+bool qgemm_mult_small(const double *mult, int64_t n);
 
 typedef struct qgemm_problem {
     const uint8_t *a;        // rows of lda bytes (Kp of them valid, padding 0)
@@ -87,6 +91,7 @@ typedef struct qgemm_problem {
     int64_t kq;              // Kp / 4
     int nr;                  // panel columns
     const int32_t *b_sum, *b_zp; // per column
+    bool b_zp_one;           // every column's zero point is b_zp[0]
     qgemm_out out;
 } qgemm_problem;
 

@@ -77,6 +77,7 @@ typedef struct mm_job {
     const requant *q;
     void *Y;
     const double *mult;
+    bool mult_small, zb_one;
     int64_t m_per, m_tasks, n_per, n_tasks;
 } mm_job;
 
@@ -92,13 +93,14 @@ static void mm_task(void *arg, int task, int worker)
     qgemm_problem p = { .a = j->a + ai * m->M * bp->Kp, .lda = (size_t)bp->Kp, .a_unsigned = true,
                         .a_zp = j->azp + ai * m->M, .a_rr = j->arr + ai * m->M,
                         .b = bp->panels + bi * bp->Np * bp->Kp, .kq = bp->Kp / 4, .nr = bp->nr,
-                        .b_sum = bp->sum + bi * bp->Np, .b_zp = bp->zp + bi * bp->Np };
+                        .b_sum = bp->sum + bi * bp->Np, .b_zp = bp->zp + bi * bp->Np, .b_zp_one = j->zb_one };
     p.out.ldc = m->N;
     if (j->q) {
         p.out.y = (uint8_t *)j->Y + t * m->M * m->N;
         p.out.y_signed = j->q->dt == REEL_DTYPE_INT8;
         p.out.mult = j->mult, p.out.mult_per_col = true;
         p.out.zp = j->q->zp, p.out.lo = j->q->lo, p.out.hi = j->q->hi;
+        p.out.mult_small = j->mult_small;
     } else {
         p.out.c32 = j->C + t * m->M * m->N;
     }
@@ -156,6 +158,8 @@ int qmm_fast(const qmm_geom *m, const reel_tensor *a, const reel_tensor *za, con
     int64_t threads = ctx->workers ? ctx->threads : 1;
     mm_job j = { .m = m, .isa = isa, .bp = bp, .a = A, .azp = azp, .arr = arr, .C = C, .q = q, .Y = Y,
                  .mult = mult };
+    j.mult_small = mult && qgemm_mult_small(mult, m->N);
+    j.zb_one = !zb || reel_tensor_count(zb->rank, zb->shape) <= 1;
     // Rows in blocks of 8; columns split too when the rows are few.
     j.m_tasks = MAX(1, MIN((m->M + 7) / 8, 4 * threads));
     j.m_per = ((m->M + j.m_tasks - 1) / j.m_tasks + 7) / 8 * 8;
