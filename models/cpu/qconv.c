@@ -7,6 +7,7 @@
 // image's columns (pointwise: the input itself; else im2col) packed into
 // vpdpbusd panels per run, which costs O(K P) against the product's
 // O(M K P) and needs no transpose on either side.
+#include "models/cpu/depthwise.h"
 #include "models/cpu/qfast.h"
 
 // Weights as GEMM rows: M rows of Kp int8 bytes (uint8 weights shifted by
@@ -194,6 +195,8 @@ typedef struct dw_job {
     int64_t hp, wp;
     qgemm_out out;       // rows: channels of this image
     int64_t per;
+    bool fp32;           // through the fp32 depthwise kernel (plan)
+    nn_dw_plan plan;
 } dw_job;
 
 // One output row of a channel: acc[0..OW) = b + sum over taps of
@@ -338,35 +341,102 @@ static dw_row_fn dw_row_for(qgemm_isa isa)
 }
 
 // The channel's plane: x - zx as int16, zeros (the zero point) in the padding.
-static void dw_plane(const dw_job *j, const uint8_t *xs, int16_t *plane)
-{
-    const nn_window *w = &j->c->w;
-    int64_t H = w->in[1], W = w->in[2], left = MIN(w->pb[2], j->wp);
-    int64_t inner = MAX(0, MIN(W, j->wp - left)), right = j->wp - left - inner;
-    for (int64_t r = 0; r < j->hp; r++) {
-        int16_t *restrict d = plane + r * j->wp;
-        int64_t ih = r - w->pb[1];
-        if (ih < 0 || ih >= H) {
-            memset(d, 0, sizeof(int16_t) * (size_t)j->wp);
-            continue;
-        }
-        for (int64_t i = 0; i < left; i++) // a pad or two: no memset call
-            d[i] = 0;
-        const uint8_t *restrict s = xs + ih * W;
-        int16_t z = (int16_t)j->zx;
-        if (j->x_signed)
-            for (int64_t i = 0; i < inner; i++)
-                d[left + i] = (int16_t)((int8_t)s[i] - z);
-        else
-            for (int64_t i = 0; i < inner; i++)
-                d[left + i] = (int16_t)(s[i] - z);
-        for (int64_t i = 0; i < right; i++)
-            d[left + inner + i] = 0;
+#define DW_PLANE(name, target)                                                                                  \
+    target static void name(const dw_job *j, const uint8_t *xs, int16_t *plane)                                 \
+    {                                                                                                            \
+        const nn_window *w = &j->c->w;                                                                           \
+        int64_t H = w->in[1], W = w->in[2], left = MIN(w->pb[2], j->wp);                                         \
+        int64_t inner = MAX(0, MIN(W, j->wp - left)), right = j->wp - left - inner;                              \
+        int16_t z = (int16_t)j->zx;                                                                              \
+        for (int64_t r = 0; r < j->hp; r++) {                                                                    \
+            int16_t *restrict d = plane + r * j->wp;                                                             \
+            int64_t ih = r - w->pb[1];                                                                           \
+            if (ih < 0 || ih >= H) {                                                                             \
+                for (int64_t i = 0; i < j->wp; i++)                                                              \
+                    d[i] = 0;                                                                                    \
+                continue;                                                                                        \
+            }                                                                                                    \
+            for (int64_t i = 0; i < left; i++)                                                                   \
+                d[i] = 0;                                                                                        \
+            const uint8_t *restrict s = xs + ih * W;                                                             \
+            if (j->x_signed)                                                                                     \
+                for (int64_t i = 0; i < inner; i++)                                                              \
+                    d[left + i] = (int16_t)((int8_t)s[i] - z);                                                   \
+            else                                                                                                 \
+                for (int64_t i = 0; i < inner; i++)                                                              \
+                    d[left + i] = (int16_t)(s[i] - z);                                                           \
+            for (int64_t i = 0; i < right; i++)                                                                  \
+                d[left + inner + i] = 0;                                                                         \
+        }                                                                                                        \
     }
+DW_PLANE(dw_plane_generic, )
+#if defined(__x86_64__) || defined(__i386__)
+DW_PLANE(dw_plane_avx512, T512DW)
+#endif
+
+// x - zx in float.
+#define DW_TO_FLOAT(name, target)                                                                               \
+    target static void name(const uint8_t *restrict xs, int64_t n, bool is_signed, float zx, float *restrict x) \
+    {                                                                                                            \
+        if (is_signed)                                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                                      \
+                x[i] = (float)(int8_t)xs[i] - zx;                                                                \
+        else                                                                                                     \
+            for (int64_t i = 0; i < n; i++)                                                                      \
+                x[i] = (float)xs[i] - zx;                                                                        \
+    }
+DW_TO_FLOAT(dw_to_float_generic, )
+#if defined(__x86_64__) || defined(__i386__)
+DW_TO_FLOAT(dw_to_float_avx512, T512DW)
+#endif
+
+static void dw_to_float(qgemm_isa isa, const uint8_t *xs, int64_t n, bool is_signed, float zx, float *x)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == QGEMM_AVX512VNNI) {
+        dw_to_float_avx512(xs, n, is_signed, zx, x);
+        return;
+    }
+#endif
+    (void)isa;
+    dw_to_float_generic(xs, n, is_signed, zx, x);
+}
+
+// The windows depthwise.c has fast paths for, run in float: x - zx and
+// w - zw are integers of at most 8 bits and a window of at most 25 taps
+// sums to below 2^24, so every partial sum is an exact float whatever the
+// order, and the result converts back to the exact int32 sum.
+static void dw_task_fp32(const dw_job *j, int task)
+{
+    const qconv_geom *c = j->c;
+    const nn_window *w = &c->w;
+    int64_t taps = w->k[1] * w->k[2], Pin = w->in[1] * w->in[2];
+    int64_t nz = j->zw ? reel_tensor_count(j->zw->rank, j->zw->shape) : 0;
+    float *buf = g_new(float, j->plan.scratch + Pin + c->P + taps);
+    float *x = buf + j->plan.scratch, *y = x + Pin, *wt = y + c->P;
+    nn_dw_prepare(&j->plan, buf);
+    nn_dw_act none = { .act = NN_ACT_NONE };
+    for (int64_t ch = task * j->per; ch < MIN(c->C, (task + 1) * j->per); ch++) {
+        dw_to_float(j->isa, j->x + ch * Pin, Pin, j->x_signed, (float)j->zx, x);
+        int32_t z = 0;
+        if (nz)
+            z = j->w_signed ? ((const int8_t *)j->zw->data)[nz == 1 ? 0 : ch]
+                            : ((const uint8_t *)j->zw->data)[nz == 1 ? 0 : ch];
+        const uint8_t *wr = (const uint8_t *)j->w->data + ch * taps;
+        for (int64_t t = 0; t < taps; t++)
+            wt[t] = (float)((j->w_signed ? (int32_t)(int8_t)wr[t] : (int32_t)wr[t]) - z);
+        nn_dw_run(&j->plan, x, wt, 0.0f, &none, y, buf);
+        qgemm_store_row_f32(j->isa, &j->out, y, c->P, ch, 0, j->bias ? j->bias[ch] : 0);
+    }
+    g_free(buf);
 }
 
 static void dw_task(void *arg, int task, int worker)
 {
+    if (((const dw_job *)arg)->fp32) {
+        dw_task_fp32(arg, task);
+        return;
+    }
     (void)worker;
     const dw_job *j = arg;
     const qconv_geom *c = j->c;
@@ -384,7 +454,12 @@ static void dw_task(void *arg, int task, int worker)
 #endif
     for (int64_t ch = task * j->per; ch < MIN(c->C, (task + 1) * j->per); ch++) {
         int16_t *plane = j->planes + ch * j->hp * j->wp;
-        dw_plane(j, j->x + ch * H * W, plane);
+#if defined(__x86_64__) || defined(__i386__)
+        if (j->isa == QGEMM_AVX512VNNI)
+            dw_plane_avx512(j, j->x + ch * H * W, plane);
+        else
+#endif
+            dw_plane_generic(j, j->x + ch * H * W, plane);
         int32_t z = 0;
         if (nz)
             z = j->w_signed ? ((const int8_t *)j->zw->data)[nz == 1 ? 0 : ch]
@@ -447,10 +522,12 @@ static int conv_depthwise(const qconv_geom *c, qgemm_isa isa, const reel_tensor 
                  .zx = zx ? (xs ? *(const int8_t *)zx->data : *(const uint8_t *)zx->data) : 0, .w = w, .zw = zw,
                  .bias = bias ? bias->data : NULL, .planes = ctx->scratch, .hp = hp, .wp = wp };
     j.per = MAX(1, c->C / (4 * threads_of(ctx)));
+    j.fp32 = c->w.k[1] * c->w.k[2] <= 25 && nn_dw_plan_init(&c->w, &j.plan);
     for (int64_t img = 0; img < c->N; img++) {
         j.x = (const uint8_t *)x->data + img * c->C * pin_of(c);
         j.out = (qgemm_out){ .ldc = c->P, .mult = mult, .zp = q ? q->zp : 0, .lo = q ? q->lo : 0,
-                             .hi = q ? q->hi : 0, .y_signed = q && q->dt == REEL_DTYPE_INT8 };
+                             .hi = q ? q->hi : 0, .y_signed = q && q->dt == REEL_DTYPE_INT8,
+                             .mult_small = q && qgemm_mult_small(mult, c->M) };
         if (q)
             j.out.y = (uint8_t *)Y + img * c->M * c->P;
         else

@@ -153,7 +153,8 @@ T256 static void requant_avx2(const qgemm_out *o, const int32_t *acc, int64_t le
         requant_generic(o, acc + j, len - j, m, n0 + j);
 }
 
-T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi);
+T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi,
+                                        bool small);
 
 // 16 values in range to bytes (truncation is exact): vpmovdb into a
 // register, then a plain store where all 16 go (vpmovdb to memory is slow
@@ -184,7 +185,8 @@ T512 static void requant_avx512(const qgemm_out *o, const int32_t *acc, int64_t 
             m1 = _mm512_maskz_loadu_pd(k1, o->mult + n0 + j + 8);
         }
         __m512i v = _mm512_maskz_loadu_epi32(k, acc + j);
-        __m512i r = requant16_512(v, m0, m1, izp, ilo, ihi);
+        __m512i r = o->mult_small ? requant16_512(v, m0, m1, izp, ilo, ihi, true)
+                                  : requant16_512(v, m0, m1, izp, ilo, ihi, false);
         store16(o, y + j, k, n, r);
     }
 }
@@ -194,13 +196,16 @@ T512 static void requant_avx512(const qgemm_out *o, const int32_t *acc, int64_t 
 // 16 sums -> 16 clamped values: the product in double and rounded half to
 // even by vcvtpd2dq (the default rounding mode) after a clamp to +-2^30,
 // beyond which every output saturates anyway; then + zp and the clamp.
-T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi)
+T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi,
+                                        bool small)
 {
     __m512d big = _mm512_set1_pd(1073741824.0), nbig = _mm512_set1_pd(-1073741824.0);
     __m512d d0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), m0);
     __m512d d1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), m1);
-    d0 = _mm512_min_pd(_mm512_max_pd(d0, nbig), big);
-    d1 = _mm512_min_pd(_mm512_max_pd(d1, nbig), big);
+    if (!small) {
+        d0 = _mm512_min_pd(_mm512_max_pd(d0, nbig), big);
+        d1 = _mm512_min_pd(_mm512_max_pd(d1, nbig), big);
+    }
     __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)), _mm512_cvtpd_epi32(d1), 1);
     return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
 }
@@ -219,6 +224,46 @@ static requant_fn requant_for(qgemm_isa isa)
 #endif
     (void)isa;
     return requant_generic;
+}
+
+#ifdef QGEMM_X86
+T512 static void store_f32_avx512(const qgemm_out *o, const float *acc, int64_t len, int64_t m, int64_t n0,
+                                  int32_t bias)
+{
+    __m512i zp = _mm512_set1_epi32(o->zp), lo = _mm512_set1_epi32(o->lo), hi = _mm512_set1_epi32(o->hi);
+    __m512d mr = _mm512_set1_pd(o->c32 || o->mult_per_col ? 0 : o->mult[m]);
+    __m512i b = _mm512_set1_epi32(bias);
+    for (int64_t j = 0; j < len; j += 16) {
+        int64_t n = len - j < 16 ? len - j : 16;
+        __mmask16 k = (__mmask16)((1u << n) - 1);
+        // Exact integers in float: the conversion is exact, the bias wraps as int32 as the reference's.
+        __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_maskz_loadu_ps(k, acc + j)), b);
+        if (o->c32) {
+            _mm512_mask_storeu_epi32(o->c32 + m * o->ldc + n0 + j, k, v);
+            continue;
+        }
+        __m512i r = o->mult_small ? requant16_512(v, mr, mr, zp, lo, hi, true) : requant16_512(v, mr, mr, zp, lo, hi, false);
+        store16(o, (uint8_t *)o->y + m * o->ldc + n0 + j, k, n, r);
+    }
+}
+#endif
+
+void qgemm_store_row_f32(qgemm_isa isa, const qgemm_out *o, const float *acc, int64_t len, int64_t m, int64_t n0,
+                         int32_t bias)
+{
+#ifdef QGEMM_X86
+    if (isa == QGEMM_AVX512VNNI && !o->mult_per_col) {
+        store_f32_avx512(o, acc, len, m, n0, bias);
+        return;
+    }
+#endif
+    int32_t buf[256];
+    for (int64_t j = 0; j < len; j += 256) {
+        int64_t n = len - j < 256 ? len - j : 256;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = (int32_t)((uint32_t)(int32_t)acc[j + i] + (uint32_t)bias);
+        qgemm_store_row(isa, o, buf, n, m, n0 + j);
+    }
 }
 
 void qgemm_store_row(qgemm_isa isa, const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0)

@@ -103,5 +103,8 @@ void qgemm_compute(qgemm_isa isa, const qgemm_problem *p, int64_t m0, int64_t m1
 // need no zero-point correction: row m's bias and multiplier, columns from
 // n0 (the depthwise kernel's store).
 void qgemm_store_row(qgemm_isa isa, const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0);
+// The same from sums held as exact integers in float, plus bias (int32).
+void qgemm_store_row_f32(qgemm_isa isa, const qgemm_out *o, const float *acc, int64_t len, int64_t m, int64_t n0,
+                         int32_t bias);
 
 #endif
