@@ -75,6 +75,27 @@ static void dw_plane_dims(const qconv_geom *c, int64_t *hp, int64_t *wp)
     *wp += *wp % 2; // even: a flat stride-2 run reads whole int16 pairs
 }
 
+// Stride-1 2-D convs run over a padded copy of the image: with the output's
+// columns as oh * wp + ow over the padded width (ow >= OW computed and then
+// dropped), each im2col row is one contiguous slice of the copy.
+typedef struct flat_geom {
+    bool on;
+    int64_t hp, wp, P;   // the padded image's rows and columns; the GEMM's columns, OH * wp
+} flat_geom;
+
+static flat_geom flat_of(const qconv_geom *c)
+{
+    const nn_window *w = &c->w;
+    flat_geom f = { 0 };
+    if (w->k[0] != 1 || w->in[0] != 1 || w->s[1] != 1 || w->s[2] != 1 || w->k[1] * w->k[2] == 1)
+        return f;
+    f.hp = w->out[1] + (w->k[1] - 1) * w->d[1];
+    f.wp = w->out[2] + (w->k[2] - 1) * w->d[2];
+    f.P = w->out[1] * f.wp;
+    f.on = f.wp <= 2 * w->out[2];
+    return f;
+}
+
 size_t qconv_fast_scratch(const qconv_geom *c)
 {
     if (is_depthwise(c)) {
@@ -84,10 +105,13 @@ size_t qconv_fast_scratch(const qconv_geom *c)
         // that are dropped).
         return 2 * (size_t)(c->C * hp * wp + 2 * wp + 64) + 64;
     }
-    int64_t np = qgemm_np(c->P, 32), kp = qgemm_kp(c->K);
+    flat_geom f = flat_of(c);
+    int64_t np = qgemm_np(MAX(c->P, f.P), 32), kp = qgemm_kp(c->K);
     // Panels, column sums and zero points, the weights when they are not
-    // constants, and the multipliers.
-    return (size_t)(kp * np) + 8 * (size_t)np + wpack_bytes(c->M, c->K) + 8 * (size_t)c->M + 256;
+    // constants, and the multipliers; flat: the padded image (and a row past
+    // it) and the output before its extra columns are dropped.
+    size_t flat = f.on ? (size_t)(c->Cg * f.hp * f.wp + 2 * f.wp + 64) + 4 * (size_t)(c->Mg * f.P) + 128 : 0;
+    return (size_t)(kp * np) + 8 * (size_t)np + wpack_bytes(c->M, c->K) + 8 * (size_t)c->M + 256 + flat;
 }
 
 // ---- im2col rows
@@ -98,6 +122,8 @@ typedef struct col_src {
     uint8_t flip;        // 0x80: int8 input shifted to uint8
     uint8_t pad;         // the (shifted) zero point
     bool direct;         // pointwise, stride 1, no pads: row k is channel k
+    const uint8_t *padded; // flat (flat_geom): the group's padded channels, shifted
+    flat_geom f;
 } col_src;
 
 // Row k (channel, kd, kh, kw) of the im2col matrix, columns [n, n + len).
@@ -107,6 +133,11 @@ static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint
     const qconv_geom *c = s->c;
     const nn_window *w = &c->w;
     int64_t Pin = pin_of(c);
+    if (s->padded) {
+        int64_t kw = k % w->k[2], kh = k / w->k[2] % w->k[1], ch = k / (w->k[2] * w->k[1]);
+        (void)len, (void)buf;
+        return s->padded + ch * s->f.hp * s->f.wp + kh * w->d[1] * s->f.wp + kw * w->d[2] + n;
+    }
     if (s->direct) {
         const uint8_t *src = s->x + k * Pin + n;
         if (!s->flip)
@@ -160,14 +191,19 @@ typedef struct gemm_job {
     uint8_t *panels;
     int32_t *colsum;
     int nr;
+    int64_t P;           // the GEMM's columns (c->P, or flat's)
     int64_t tile, tiles, m_per, m_tasks;
+    // flat: the output with wp columns per row, copied into Y without the extra ones
+    void *wide;
+    size_t es;
+    void *y;
 } gemm_job;
 
 static void pack_task(void *arg, int task, int worker)
 {
     (void)worker;
     gemm_job *j = arg;
-    int64_t n0 = task * j->tile, len = MIN(j->tile, j->c->P - n0);
+    int64_t n0 = task * j->tile, len = MIN(j->tile, j->P - n0);
     qgemm_pack_panels(j->nr, j->c->K, n0, len, false, col_row, &j->src, j->panels, j->colsum);
 }
 
@@ -176,9 +212,49 @@ static void gemm_task(void *arg, int task, int worker)
     (void)worker;
     const gemm_job *j = arg;
     int64_t t = task % j->tiles, mt = task / j->tiles;
-    int64_t n0 = t * j->tile, n1 = MIN(j->c->P, n0 + j->tile);
+    int64_t n0 = t * j->tile, n1 = MIN(j->P, n0 + j->tile);
     int64_t m0 = mt * j->m_per, m1 = MIN(j->c->Mg, m0 + j->m_per);
     qgemm_compute(j->isa, &j->p, m0, m1, n0, n1);
+}
+
+// Rows [m0, m1) of a flat output into Y, OW of each wp columns.
+static void compact_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const gemm_job *j = arg;
+    const nn_window *w = &j->c->w;
+    int64_t m0 = task * j->m_per, m1 = MIN(j->c->Mg, m0 + j->m_per), OW = w->out[2], OH = w->out[1];
+    for (int64_t m = m0; m < m1; m++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            memcpy((char *)j->y + (size_t)(m * j->c->P + oh * OW) * j->es,
+                   (const char *)j->wide + (size_t)(m * j->P + oh * j->src.f.wp) * j->es, (size_t)OW * j->es);
+}
+
+// The group's channels, padded with the zero point and shifted to uint8.
+static void pad_image(const col_src *s, const uint8_t *x, uint8_t *padded)
+{
+    const qconv_geom *c = s->c;
+    const nn_window *w = &c->w;
+    int64_t H = w->in[1], W = w->in[2], hp = s->f.hp, wp = s->f.wp;
+    int64_t left = MIN(w->pb[2], wp), inner = MAX(0, MIN(W, wp - left));
+    for (int64_t ch = 0; ch < c->Cg; ch++)
+        for (int64_t r = 0; r < hp; r++) {
+            uint8_t *d = padded + (ch * hp + r) * wp;
+            int64_t ih = r - w->pb[1];
+            if (ih < 0 || ih >= H) {
+                memset(d, s->pad, (size_t)wp);
+                continue;
+            }
+            const uint8_t *src = x + (ch * H + ih) * W;
+            memset(d, s->pad, (size_t)left);
+            if (s->flip)
+                for (int64_t i = 0; i < inner; i++)
+                    d[left + i] = src[i] ^ 0x80;
+            else
+                memcpy(d + left, src, (size_t)inner);
+            memset(d + left + inner, s->pad, (size_t)(wp - left - inner));
+        }
+    memset(padded + c->Cg * hp * wp, s->pad, (size_t)(2 * wp + 64)); // read by the last rows' dropped columns
 }
 
 // ---- The depthwise kernel
@@ -548,7 +624,9 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
     if (is_depthwise(c))
         return conv_depthwise(c, isa, x, zx, w, zw, bias, Y32, q, Y, ctx);
     int nr = qgemm_panel_cols(isa);
-    int64_t np = qgemm_np(c->P, nr), kp = qgemm_kp(c->K), Pin = pin_of(c);
+    flat_geom f = flat_of(c);
+    int64_t P = f.on ? f.P : c->P;
+    int64_t np = qgemm_np(P, nr), kp = qgemm_kp(c->K), Pin = pin_of(c);
     uint8_t *panels = ctx->scratch;
     int32_t *colsum = (int32_t *)(panels + ((kp * np + 63) & ~(int64_t)63)), *bzp = colsum + np;
     char *rest = (char *)(bzp + np);
@@ -564,6 +642,10 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
         rest += wpack_bytes(c->M, c->K) + 64;
     }
     double *mult = q ? channel_mults(q, c->M, (double *)(((uintptr_t)rest + 7) & ~(uintptr_t)7)) : NULL;
+    rest = (char *)(((uintptr_t)rest + 8 * (size_t)c->M + 63) & ~(uintptr_t)63);
+    uint8_t *padded = f.on ? (uint8_t *)rest : NULL;
+    void *wide = f.on ? (void *)(((uintptr_t)rest + (size_t)(c->Cg * f.hp * f.wp + 2 * f.wp + 64) + 63) & ~(uintptr_t)63)
+                      : NULL;
     bool xs = x->dtype == REEL_DTYPE_INT8;
     int32_t z = zx ? (xs ? *(const int8_t *)zx->data + 128 : *(const uint8_t *)zx->data) : (xs ? 128 : 0);
     for (int64_t i = 0; i < np; i++)
@@ -576,31 +658,36 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
     int64_t tile = MAX(nr, MIN(np, (192 * 1024 / MAX(kp, 1)) / nr * nr));
     if (threads > 1 && (np + tile - 1) / tile < 2 * threads)
         tile = MAX(nr, (np / (2 * threads) + nr - 1) / nr * nr);
-    gemm_job j = { .c = c, .isa = isa, .nr = nr, .panels = panels, .colsum = colsum, .tile = tile,
-                   .tiles = (c->P + tile - 1) / tile };
-    j.src = (col_src){ .c = c, .flip = xs ? 0x80 : 0, .pad = (uint8_t)z, .direct = direct };
+    gemm_job j = { .c = c, .isa = isa, .nr = nr, .P = P, .panels = panels, .colsum = colsum, .tile = tile,
+                   .tiles = (P + tile - 1) / tile, .wide = wide, .es = q ? 1 : 4 };
+    j.src = (col_src){ .c = c, .flip = xs ? 0x80 : 0, .pad = (uint8_t)z, .direct = direct, .padded = padded, .f = f };
     j.m_tasks = MAX(1, MIN((c->Mg + 7) / 8, (2 * threads + j.tiles - 1) / j.tiles));
     j.m_per = ((c->Mg + j.m_tasks - 1) / j.m_tasks + 7) / 8 * 8;
     j.m_tasks = (c->Mg + j.m_per - 1) / j.m_per;
     for (int64_t img = 0; img < c->N; img++)
         for (int64_t g = 0; g < c->G; g++) {
             j.src.x = (const uint8_t *)x->data + (img * c->C + g * c->Cg) * Pin;
+            if (padded)
+                pad_image(&j.src, j.src.x, padded);
             nn_parallel(ctx, (int)j.tiles, pack_task, &j);
             int64_t m0 = g * c->Mg, y0 = (img * c->M + m0) * c->P;
             j.p = (qgemm_problem){ .a = wp->rows + m0 * wp->Kp, .lda = (size_t)wp->Kp, .a_unsigned = false,
                                    .a_zp = wp->zp + m0, .a_rr = wp->rr + m0, .b = panels, .kq = kp / 4, .nr = nr,
                                    .b_sum = colsum, .b_zp = bzp, .b_zp_one = true };
-            j.p.out = (qgemm_out){ .ldc = c->P, .bias = bias ? (const int32_t *)bias->data + m0 : NULL };
+            j.p.out = (qgemm_out){ .ldc = P, .bias = bias ? (const int32_t *)bias->data + m0 : NULL };
+            j.y = q ? (void *)((uint8_t *)Y + y0) : (void *)(Y32 + y0);
             if (q) {
-                j.p.out.y = (uint8_t *)Y + y0;
+                j.p.out.y = wide ? wide : j.y;
                 j.p.out.y_signed = q->dt == REEL_DTYPE_INT8;
                 j.p.out.mult = mult + m0;
                 j.p.out.zp = q->zp, j.p.out.lo = q->lo, j.p.out.hi = q->hi;
                 j.p.out.mult_small = qgemm_mult_small(mult + m0, c->Mg);
             } else {
-                j.p.out.c32 = Y32 + y0;
+                j.p.out.c32 = wide ? wide : j.y;
             }
             nn_parallel(ctx, (int)(j.tiles * j.m_tasks), gemm_task, &j);
+            if (wide)
+                nn_parallel(ctx, (int)j.m_tasks, compact_task, &j);
         }
     return 0;
 }

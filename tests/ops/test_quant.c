@@ -826,6 +826,8 @@ static void isa_conv(void **state)
         { SH(1, 12, 10, 9, 10, 5, 5, 2, 1, 2, 1, 1, 2, 2), 0, 1, 1, true, true, NULL },        // grouped 5x5
         { SH(1, 3, 23, 21, 17, 7, 7, 1, 2, 2, 1, 1, 3, 3), 0, 1, 0, true, true, "Relu" },      // stem
         { SH(1, 300, 6, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), 1, 1, 0, true, true, NULL },         // K = 2700
+        { SH(2, 10, 12, 11, 13, 3, 3, 1, 1, 1, 2, 3, 2, 1), 1, 0, 1, true, true, "Relu" },     // dilated, stride 1
+        { SH(1, 6, 5, 40, 7, 1, 3, 1, 1, 1, 1, 1, 0, 0), 0, 1, 0, true, true, NULL },          // 1x3, no pads, wide
         { SH(1, 32, 12, 13, 32, 3, 3, 32, 1, 1, 1, 1, 1, 1), 0, 1, 0, true, true, "Clip" },    // depthwise
         { SH(2, 16, 11, 12, 16, 3, 3, 16, 2, 2, 1, 1, 1, 1), 1, 0, 1, true, true, NULL },      // depthwise, stride 2
         { SH(1, 8, 14, 13, 8, 5, 5, 8, 2, 1, 1, 1, 2, 2), 0, 0, 0, false, false, "Relu" },     // depthwise 5x5
