@@ -75,25 +75,34 @@ static void dw_plane_dims(const qconv_geom *c, int64_t *hp, int64_t *wp)
     *wp += *wp % 2; // even: a flat stride-2 run reads whole int16 pairs
 }
 
-// Stride-1 2-D convs run over a padded copy of the image: with the output's
-// columns as oh * wp + ow over the padded width (ow >= OW computed and then
-// dropped), each im2col row is one contiguous slice of the copy.
+// 2-D convs with equal strides s run over a padded copy of the image split
+// into s x s phases (rows r s + ph, columns c s + pw of the padded image in
+// phase (ph, pw)): with the output's columns as oh * wp + ow over a phase's
+// width (ow >= OW computed and then dropped), each im2col row is one
+// contiguous slice of one phase.
 typedef struct flat_geom {
     bool on;
-    int64_t hp, wp, P;   // the padded image's rows and columns; the GEMM's columns, OH * wp
+    int64_t s;           // stride: s * s phases per channel
+    int64_t hp, wp, P;   // a phase's rows and columns; the GEMM's columns, OH * wp
 } flat_geom;
 
 static flat_geom flat_of(const qconv_geom *c)
 {
     const nn_window *w = &c->w;
     flat_geom f = { 0 };
-    if (w->k[0] != 1 || w->in[0] != 1 || w->s[1] != 1 || w->s[2] != 1 || w->k[1] * w->k[2] == 1)
+    if (w->k[0] != 1 || w->in[0] != 1 || w->s[1] != w->s[2] || w->s[1] > 4 || w->k[1] * w->k[2] == 1)
         return f;
-    f.hp = w->out[1] + (w->k[1] - 1) * w->d[1];
-    f.wp = w->out[2] + (w->k[2] - 1) * w->d[2];
+    f.s = w->s[1];
+    f.hp = w->out[1] + (w->k[1] - 1) * w->d[1] / f.s;
+    f.wp = w->out[2] + (w->k[2] - 1) * w->d[2] / f.s;
     f.P = w->out[1] * f.wp;
     f.on = f.wp <= 2 * w->out[2];
     return f;
+}
+
+static int64_t flat_bytes(const qconv_geom *c, const flat_geom *f)
+{
+    return c->Cg * f->s * f->s * f->hp * f->wp + 2 * f->wp + 64;
 }
 
 size_t qconv_fast_scratch(const qconv_geom *c)
@@ -110,7 +119,7 @@ size_t qconv_fast_scratch(const qconv_geom *c)
     // Panels, column sums and zero points, the weights when they are not
     // constants, and the multipliers; flat: the padded image (and a row past
     // it) and the output before its extra columns are dropped.
-    size_t flat = f.on ? (size_t)(c->Cg * f.hp * f.wp + 2 * f.wp + 64) + 4 * (size_t)(c->Mg * f.P) + 128 : 0;
+    size_t flat = f.on ? (size_t)flat_bytes(c, &f) + 4 * (size_t)(c->Mg * f.P) + 128 : 0;
     return (size_t)(kp * np) + 8 * (size_t)np + wpack_bytes(c->M, c->K) + 8 * (size_t)c->M + 256 + flat;
 }
 
@@ -135,8 +144,10 @@ static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint
     int64_t Pin = pin_of(c);
     if (s->padded) {
         int64_t kw = k % w->k[2], kh = k / w->k[2] % w->k[1], ch = k / (w->k[2] * w->k[1]);
+        int64_t st = s->f.s, oh = kh * w->d[1], ow = kw * w->d[2]; // the tap's offset in the padded image
+        const uint8_t *phase = s->padded + ((ch * st + oh % st) * st + ow % st) * s->f.hp * s->f.wp;
         (void)len, (void)buf;
-        return s->padded + ch * s->f.hp * s->f.wp + kh * w->d[1] * s->f.wp + kw * w->d[2] + n;
+        return phase + oh / st * s->f.wp + ow / st + n;
     }
     if (s->direct) {
         const uint8_t *src = s->x + k * Pin + n;
@@ -230,31 +241,39 @@ static void compact_task(void *arg, int task, int worker)
                    (const char *)j->wide + (size_t)(m * j->P + oh * j->src.f.wp) * j->es, (size_t)OW * j->es);
 }
 
-// The group's channels, padded with the zero point and shifted to uint8.
+// The group's channels, padded with the zero point, shifted to uint8 and
+// split into phases.
 static void pad_image(const col_src *s, const uint8_t *x, uint8_t *padded)
 {
     const qconv_geom *c = s->c;
     const nn_window *w = &c->w;
-    int64_t H = w->in[1], W = w->in[2], hp = s->f.hp, wp = s->f.wp;
-    int64_t left = MIN(w->pb[2], wp), inner = MAX(0, MIN(W, wp - left));
+    int64_t H = w->in[1], W = w->in[2], hp = s->f.hp, wp = s->f.wp, st = s->f.s;
     for (int64_t ch = 0; ch < c->Cg; ch++)
-        for (int64_t r = 0; r < hp; r++) {
-            uint8_t *d = padded + (ch * hp + r) * wp;
-            int64_t ih = r - w->pb[1];
-            if (ih < 0 || ih >= H) {
-                memset(d, s->pad, (size_t)wp);
-                continue;
+        for (int64_t ph = 0; ph < st; ph++)
+            for (int64_t pw = 0; pw < st; pw++) {
+                uint8_t *plane = padded + ((ch * st + ph) * st + pw) * hp * wp;
+                // Columns c of this phase read input column c st + pw - pl: inside for [lo, hi).
+                int64_t off = pw - w->pb[2];
+                int64_t lo = off >= 0 ? 0 : MIN(wp, (-off + st - 1) / st);
+                int64_t hi = W - 1 - off < 0 ? lo : MAX(lo, MIN(wp, (W - 1 - off) / st + 1));
+                for (int64_t r = 0; r < hp; r++) {
+                    uint8_t *restrict d = plane + r * wp;
+                    int64_t ih = r * st + ph - w->pb[1];
+                    if (ih < 0 || ih >= H) {
+                        memset(d, s->pad, (size_t)wp);
+                        continue;
+                    }
+                    const uint8_t *restrict src = x + (ch * H + ih) * W + off;
+                    memset(d, s->pad, (size_t)lo);
+                    if (st == 1 && !s->flip)
+                        memcpy(d + lo, src + lo, (size_t)(hi - lo));
+                    else
+                        for (int64_t i = lo; i < hi; i++)
+                            d[i] = src[i * st] ^ s->flip;
+                    memset(d + hi, s->pad, (size_t)(wp - hi));
+                }
             }
-            const uint8_t *src = x + (ch * H + ih) * W;
-            memset(d, s->pad, (size_t)left);
-            if (s->flip)
-                for (int64_t i = 0; i < inner; i++)
-                    d[left + i] = src[i] ^ 0x80;
-            else
-                memcpy(d + left, src, (size_t)inner);
-            memset(d + left + inner, s->pad, (size_t)(wp - left - inner));
-        }
-    memset(padded + c->Cg * hp * wp, s->pad, (size_t)(2 * wp + 64)); // read by the last rows' dropped columns
+    memset(padded + c->Cg * st * st * hp * wp, s->pad, (size_t)(2 * wp + 64)); // read by the last rows' dropped columns
 }
 
 // ---- The depthwise kernel
@@ -644,8 +663,7 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
     double *mult = q ? channel_mults(q, c->M, (double *)(((uintptr_t)rest + 7) & ~(uintptr_t)7)) : NULL;
     rest = (char *)(((uintptr_t)rest + 8 * (size_t)c->M + 63) & ~(uintptr_t)63);
     uint8_t *padded = f.on ? (uint8_t *)rest : NULL;
-    void *wide = f.on ? (void *)(((uintptr_t)rest + (size_t)(c->Cg * f.hp * f.wp + 2 * f.wp + 64) + 63) & ~(uintptr_t)63)
-                      : NULL;
+    void *wide = f.on ? (void *)(((uintptr_t)rest + (size_t)flat_bytes(c, &f) + 63) & ~(uintptr_t)63) : NULL;
     bool xs = x->dtype == REEL_DTYPE_INT8;
     int32_t z = zx ? (xs ? *(const int8_t *)zx->data + 128 : *(const uint8_t *)zx->data) : (xs ? 128 : 0);
     for (int64_t i = 0; i < np; i++)
