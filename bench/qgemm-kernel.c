@@ -3,7 +3,7 @@
 // ResNet-18's layers, single-threaded. Built by CMake (bench-qgemm-kernel),
 // run by bench/qgemm-kernel.
 //
-//   bench-qgemm-kernel [REPEAT [gemm|conv|dw]]     (only those rows)
+//   bench-qgemm-kernel [REPEAT [gemm|conv|dw|all [THREADS]]]   (only those rows; the ops on THREADS workers)
 //
 // GEMM rows: C[M,N] = W[M,K] X[K,N] as a conv runs it (X packed in panels
 // beforehand; int8: zero-point corrections, bias, requantization and a
@@ -19,6 +19,7 @@
 
 #include "models/cpu/microgemm.h"
 #include "models/cpu/qgemm.h"
+#include "models/cpu/workers.h"
 #include "models/op.h"
 
 static double now(void)
@@ -189,6 +190,9 @@ static reel_tensor *tensor(reel_dtype dt, int rank, const int64_t *shape, double
     return t;
 }
 
+static reel_workers *workers; // the ops' (bench_threads of them), NULL: one thread
+static int bench_threads = 1;
+
 static void op_setup(opjob *j, const char *op, int n_in, reel_ir_attr *attrs, int n_attrs)
 {
     j->op = reel_op_find(op);
@@ -213,7 +217,8 @@ static void op_setup(opjob *j, const char *op, int n_in, reel_ir_attr *attrs, in
     }
     reel_ir_value *y = reel_ir_value_at(j->g, j->outputs[0]);
     j->out[0] = reel_tensor_new(y->dtype, y->rank, y->dims);
-    j->ctx = (reel_exec_ctx){ .opset = 19, .threads = 1, .state = &j->state, .const_inputs = ~1u };
+    j->ctx = (reel_exec_ctx){ .opset = 19, .threads = bench_threads, .workers = workers, .state = &j->state,
+                              .const_inputs = ~1u };
     j->ctx.scratch_size = j->op->scratch ? j->op->scratch(&j->n, j->in, j->out) : 0;
     j->ctx.scratch = aligned_alloc(64, (j->ctx.scratch_size + 64) / 64 * 64);
 }
@@ -292,7 +297,12 @@ int main(int argc, char **argv)
         { 384, 64, 196 },  { 160, 960, 49 },  { 960, 160, 49 },  { 1280, 320, 49 }, { 64, 576, 3136 },
         { 128, 1152, 784 }, { 256, 2304, 196 }, { 512, 4608, 49 },
     };
-    const char *only = argc > 2 ? argv[2] : "";
+    const char *only = argc > 2 && strcmp(argv[2], "all") ? argv[2] : "";
+    bench_threads = argc > 3 ? atoi(argv[3]) : 1;
+    if (bench_threads > 1)
+        workers = reel_workers_create(bench_threads);
+    else
+        bench_threads = 1;
     for (size_t i = 0; i < sizeof gemms / sizeof *gemms && (!*only || !strcmp(only, "gemm")); i++)
         bench_gemm(gemms[i], repeat);
     static const layer convs[] = {
@@ -304,9 +314,11 @@ int main(int argc, char **argv)
         { "resnet18", 128, 28, 128, 3, 1, 1 },  { "resnet18", 256, 14, 256, 3, 1, 1 },
         { "resnet18", 512, 7, 512, 3, 1, 1 },   { "resnet18", 256, 14, 512, 1, 2, 1 },
     };
-    printf("ops (QLinearConv / Conv with bias and Relu6)  |     int8     fp32 | int8/fp32\n");
+    printf("ops (QLinearConv / Conv with bias and Relu6), %d thread%s |     int8     fp32 | int8/fp32\n",
+           bench_threads, bench_threads > 1 ? "s" : "");
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
         if (!*only || !strcmp(only, "conv") || (!strcmp(only, "dw") && convs[i].G > 1))
             bench_conv(convs[i], repeat);
+    reel_workers_destroy(&workers);
     return 0;
 }
