@@ -14,20 +14,32 @@ static GPtrArray *kept;     // inputs of every call, with keep_inputs
 static char message[512];   // the latest infer's
 static double run_ms[3];    // the latest run's, by thread count
 
-int op_harness_run_group(const char *name, const struct CMUnitTest *tests, size_t n_tests,
-                         const op_harness_opts *o)
+void op_harness_begin(const op_harness_opts *o)
 {
     opts = *o;
     if (opts.two_workers)
         pool = reel_workers_create(2);
     kept = g_ptr_array_new();
-    int r = _cmocka_run_group_tests(name, tests, n_tests, NULL, NULL);
+}
+
+void op_harness_end(void)
+{
     reel_workers_destroy(&pool);
     for (guint i = 0; i < kept->len; i++) {
         reel_tensor *t = kept->pdata[i];
         reel_tensor_free(&t);
     }
     g_ptr_array_free(kept, TRUE);
+    kept = NULL;
+    opts = (op_harness_opts){ 0 };
+}
+
+int op_harness_run_group(const char *name, const struct CMUnitTest *tests, size_t n_tests,
+                         const op_harness_opts *o)
+{
+    op_harness_begin(o);
+    int r = _cmocka_run_group_tests(name, tests, n_tests, NULL, NULL);
+    op_harness_end();
     return r;
 }
 
@@ -121,7 +133,7 @@ static void free_outputs(reel_tensor **t, int n)
 int op_run(const op_call *c, int n_in, reel_tensor **in, reel_tensor **out)
 {
     if (!opts.opset)
-        fail_msg("op_run outside op_run_tests");
+        fail_msg("op_run before op_harness_begin");
     const reel_op *op = reel_op_find(c->op);
     if (!op)
         fail_msg("no cpu op %s", c->op);

@@ -36,8 +36,12 @@ typedef struct op_harness_opts {
     const char *node;   // the node's name (NULL: "n")
 } op_harness_opts;
 
-// main's whole run: the group of tests with the harness set up as opts
-// says (the workers, the kept inputs) and torn down after; cmocka's code.
+// The harness set up as opts says (the workers) before the tests, and torn
+// down after them (the workers and the kept inputs freed).
+void op_harness_begin(const op_harness_opts *opts);
+void op_harness_end(void);
+// main's whole run: the group of tests between op_harness_begin and
+// op_harness_end; cmocka's code.
 int op_harness_run_group(const char *name, const struct CMUnitTest *tests, size_t n_tests,
                          const op_harness_opts *opts);
 #define op_run_tests(tests, ...)                                                                          \
