@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/read_file.h"
+#include "models/onnx/fold_bn.h"
 #include "models/quant/range.h"
 #include "onnx.pb-c.h"
 #include "reel/error.h"
@@ -34,6 +35,8 @@ typedef struct act {
 struct reel_quantizer {
     char *path;
     Onnx__ModelProto *mp;
+    Onnx__GraphProto graph; // mp's graph with BatchNormalization folded into Conv
+    GPtrArray *mem;         // what the folding allocated
     GHashTable *inits;   // name -> Onnx__TensorProto*
     GHashTable *by_name; // name -> act*
     GPtrArray *acts;
@@ -61,7 +64,7 @@ static bool is_any(const Onnx__NodeProto *n, const char *const *ops)
 static const char *const compute_ops[] = { "Conv", "MatMul", "Gemm", "Add", "Mul", "AveragePool",
                                            "GlobalAveragePool", "Concat", NULL };
 // Ops whose output takes its input's parameters (they only move or pick values).
-static const char *const shared_ops[] = { "MaxPool", "Reshape", "Resize", "Transpose", NULL };
+static const char *const shared_ops[] = { "MaxPool", "Reshape", "Resize", "Transpose", "Flatten", NULL };
 // Ops a following Relu/Clip folds into: quantized after the activation.
 static const char *const act_fusing_ops[] = { "Conv", "MatMul", "Gemm", "Add", "Mul", NULL };
 static const char *const activations[] = { "Relu", "Clip", NULL };
@@ -110,7 +113,7 @@ static void free_act(gpointer p)
 // The tensors to quantize, in node order.
 static void pick(reel_quantizer *q)
 {
-    const Onnx__GraphProto *g = q->mp->graph;
+    const Onnx__GraphProto *g = &q->graph;
     GHashTable *consumers = g_hash_table_new(g_str_hash, g_str_equal); // name -> count
     GHashTable *consumer = g_hash_table_new(g_str_hash, g_str_equal);  // name -> a node reading it
     for (size_t i = 0; i < g->n_node; i++)
@@ -170,7 +173,7 @@ static void pick(reel_quantizer *q)
 // The float model with every tensor to calibrate also a graph output.
 static reel_model *calibration_model(reel_quantizer *q, GError **error)
 {
-    const Onnx__GraphProto *g = q->mp->graph;
+    const Onnx__GraphProto *g = &q->graph;
     Onnx__GraphProto g2 = *g;
     Onnx__ModelProto m2 = *q->mp;
     m2.graph = &g2;
@@ -219,12 +222,15 @@ reel_quantizer *reel_quantizer_new(const char *path, GError **error)
     reel_quantizer *q = g_new0(reel_quantizer, 1);
     q->path = g_strdup(path);
     q->mp = mp;
+    q->graph = *mp->graph;
+    q->mem = g_ptr_array_new_with_free_func(g_free);
+    fold_batchnorm(&q->graph, q->mem);
     q->inits = g_hash_table_new(g_str_hash, g_str_equal);
     q->by_name = g_hash_table_new(g_str_hash, g_str_equal);
     q->acts = g_ptr_array_new_with_free_func(free_act);
-    for (size_t i = 0; i < mp->graph->n_initializer; i++)
-        if (mp->graph->initializer[i]->name)
-            g_hash_table_insert(q->inits, mp->graph->initializer[i]->name, mp->graph->initializer[i]);
+    for (size_t i = 0; i < q->graph.n_initializer; i++)
+        if (q->graph.initializer[i]->name)
+            g_hash_table_insert(q->inits, q->graph.initializer[i]->name, q->graph.initializer[i]);
     pick(q);
     if (q->acts->len == 0 && q->n_weights == 0) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL,
@@ -254,6 +260,7 @@ void reel_quantizer_free(reel_quantizer **qp)
     g_hash_table_destroy(q->by_name);
     g_hash_table_destroy(q->inits);
     onnx__model_proto__free_unpacked(q->mp, NULL);
+    g_ptr_array_free(q->mem, TRUE);
     g_free(q->path);
     g_free(q);
     *qp = NULL;
@@ -556,7 +563,7 @@ static int check_opset(const reel_quantizer *q, int64_t *opset, GError **error)
     if (*opset >= QDQ_OPSET)
         return 0;
     static const char *const changed[] = { "Squeeze", "Unsqueeze", "Split", "ReduceSum", NULL };
-    const Onnx__GraphProto *g = q->mp->graph;
+    const Onnx__GraphProto *g = &q->graph;
     for (size_t i = 0; i < g->n_node; i++)
         if (is_any(g->node[i], changed)) {
             g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
@@ -574,7 +581,7 @@ static int check_opset(const reel_quantizer *q, int64_t *opset, GError **error)
 // Q/DQ pairs of its quantized outputs.
 static void rewrite_nodes(writer *w)
 {
-    const Onnx__GraphProto *g = w->q->mp->graph;
+    const Onnx__GraphProto *g = &w->q->graph;
     for (size_t i = 0; i < g->n_input; i++) {
         const char *name = g->input[i]->name;
         if (quantized(w, name) && !is_graph_output(g, name)) {
@@ -626,7 +633,7 @@ static void rewrite_nodes(writer *w)
 // read through their int8 copies are dropped), then the new ones.
 static Onnx__TensorProto **initializers(writer *w, size_t *n, GHashTable *dropped)
 {
-    const Onnx__GraphProto *g = w->q->mp->graph;
+    const Onnx__GraphProto *g = &w->q->graph;
     GHashTable *used = g_hash_table_new(g_str_hash, g_str_equal);
     for (guint i = 0; i < w->nodes->len; i++) {
         const Onnx__NodeProto *nd = w->nodes->pdata[i];
@@ -671,7 +678,7 @@ int reel_quantizer_write(reel_quantizer *q, const reel_quant_params *params, con
     GHashTable *dropped = g_hash_table_new(g_str_hash, g_str_equal);
     rewrite_nodes(&w);
 
-    const Onnx__GraphProto *g = q->mp->graph;
+    const Onnx__GraphProto *g = &q->graph;
     Onnx__GraphProto g2 = *g;
     Onnx__ModelProto m2 = *q->mp;
     m2.graph = &g2;

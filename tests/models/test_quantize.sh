@@ -26,7 +26,7 @@ command -v node >/dev/null || { echo "SKIP: node is needed to run ONNX Runtime (
 $py -c "import numpy, onnx" 2>/dev/null || { echo "SKIP: $py cannot import numpy and onnx (python3-onnx)"; exit 77; }
 [ -f /usr/lib/python3/dist-packages/skimage/data/astronaut.png ] \
   || { echo "SKIP: no astronaut.png for the clip (python3-skimage)"; exit 77; }
-FACE_TOLERANCE=8
+FACE_TOLERANCE=10
 mkdir -p "$work/shaped" "$work/frames" "$work/ref"
 calib=$work/calib.mp4 demo=$work/demo.mp4
 # Calibration and the demo are different clips (another zoom and pan).
