@@ -21,7 +21,7 @@ static const char usage[] =
     "  --calibrate   a video file, or a folder of images (.png, .jpg, .jpeg, .bmp, .ppm, .webp)\n"
     "  --frames      frames to calibrate on, evenly spread over the video (default 200)\n"
     "  --method      percentile (default): each activation's range cuts both tails of its\n"
-    "                histogram, keeping --percentile (default 99.999) of the values; minmax: the\n"
+    "                histogram, keeping --percentile (default 99.99) of the values; minmax: the\n"
     "                smallest and largest value seen\n"
     "  --per-tensor  one scale per weight tensor (default: one per output channel)\n";
 
@@ -233,7 +233,7 @@ int cmd_model_quantize(int argc, char **argv)
 {
     const char *model = NULL, *source = NULL, *out = NULL;
     long frames = 200;
-    reel_quant_params params = { .method = REEL_QUANT_PERCENTILE, .percentile = 99.999 };
+    reel_quant_params params = { .method = REEL_QUANT_PERCENTILE, .percentile = 99.99 };
     GHashTable *opts = g_hash_table_new(g_str_hash, g_str_equal);
     int rc = EXIT_USAGE;
     for (int i = 0; i < argc; i++) {

@@ -21,7 +21,7 @@ typedef enum reel_quant_method {
 
 typedef struct reel_quant_params {
     reel_quant_method method;
-    double percentile;      // REEL_QUANT_PERCENTILE: kept share in percent; 0: 99.999
+    double percentile;      // REEL_QUANT_PERCENTILE: kept share in percent; 0: 99.99
     bool per_tensor;        // weights: one scale per tensor (default: per output channel)
 } reel_quant_params;
 

@@ -394,7 +394,7 @@ static void act_params(const writer *w, const act *a, float *scale, uint8_t *zp)
 {
     double lo, hi;
     quant_range_get(&a->range, w->params->method == REEL_QUANT_PERCENTILE,
-                    w->params->percentile > 0 ? w->params->percentile : 99.999, &lo, &hi);
+                    w->params->percentile > 0 ? w->params->percentile : 99.99, &lo, &hi);
     quant_range_uint8(lo, hi, scale, zp);
 }
 

@@ -61,12 +61,15 @@ void quant_range_get(const quant_range *r, bool percentile, double keep_percent,
         int a = 0, b = QUANT_RANGE_BINS - 1;
         while (a < QUANT_RANGE_BINS - 1 && (double)(acc + r->bins[a]) <= cut)
             acc += r->bins[a++];
+        // The cut falls inside bin a: where, by its share of the bin's count
+        // (values taken as spread evenly over the bin).
+        double lo_cut = -r->half + (a + (cut - (double)acc) / (double)(r->bins[a] ? r->bins[a] : 1)) * width;
         acc = 0;
         while (b > 0 && (double)(acc + r->bins[b]) <= cut)
             acc += r->bins[b--];
-        // The cut falls inside bin a (b): its lower (upper) edge keeps it.
-        *lo = fmax(*lo, -r->half + a * width);
-        *hi = fmin(*hi, -r->half + (b + 1) * width);
+        double hi_cut = -r->half + (b + 1 - (cut - (double)acc) / (double)(r->bins[b] ? r->bins[b] : 1)) * width;
+        *lo = fmax(*lo, lo_cut);
+        *hi = fmin(*hi, hi_cut);
         if (*lo > *hi)
             *lo = *hi = (*lo + *hi) / 2;
     }
@@ -74,21 +77,8 @@ void quant_range_get(const quant_range *r, bool percentile, double keep_percent,
     *hi = fmax(*hi, 0);
 }
 
-// x rounded away from 0 to 12 significant bits.
-static double round_out(double x)
-{
-    if (x == 0)
-        return 0;
-    int e;
-    frexp(x, &e);
-    double step = ldexp(1, e - 12);
-    return x > 0 ? ceil(x / step) * step : floor(x / step) * step;
-}
-
 void quant_range_uint8(double lo, double hi, float *scale, uint8_t *zero_point)
 {
-    lo = round_out(lo);
-    hi = round_out(hi);
     if (hi - lo <= 0) {
         *scale = 1;
         *zero_point = 0;

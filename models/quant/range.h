@@ -26,9 +26,10 @@ void quant_range_add(quant_range *r, const float *v, size_t n);
 // percent (never beyond min/max). Always includes 0 (uint8 needs an exact 0).
 void quant_range_get(const quant_range *r, bool percentile, double keep_percent, double *lo, double *hi);
 
-// uint8 asymmetric parameters for [lo, hi]: the range's ends rounded outwards
-// to 12 significant bits first, so that a last-bit difference between
-// machines' float sums does not change the file written.
+// uint8 asymmetric parameters for [lo, hi]. Not rounded to a few
+// significant bits: scales of short mantissas make the sum of two quantized
+// tensors land exactly on half steps of the next (ties), where runtimes
+// that round differently part.
 void quant_range_uint8(double lo, double hi, float *scale, uint8_t *zero_point);
 
 #endif

@@ -102,6 +102,19 @@ else
   bad "the int8 BlazeFace does not find the float model's faces within $FACE_TOLERANCE px"
 fi
 
+# The zoo's int8 BlazeFace by name, once scripts/fetch-models has made it
+# (scripts/test does, after the build).
+if [ -s "$src/cache/models/blazeface/face_detection_front_128x128_int8.onnx" ]; then
+  if "$reel" run -q "$pipeline ! infer model=blazeface-front-int8 ! detect ! metasink location=$work/zoo.jsonl" &&
+     $py "$src/tests/models/compare_faces.py" "$work/fp32.jsonl" "$work/zoo.jsonl" "$FACE_TOLERANCE"; then
+    ok
+  else
+    bad "infer model=blazeface-front-int8 does not find the float model's faces within $FACE_TOLERANCE px"
+  fi
+else
+  echo "NOTE: blazeface-front-int8 not made yet (scripts/fetch-models blazeface-front-int8): not checked by name"
+fi
+
 # (d) Bad input: a clear error naming what is wrong, exit 1, no file.
 # expect_error WHAT PATTERN ARGS...
 expect_error() {
