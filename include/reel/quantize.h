@@ -32,8 +32,9 @@ typedef struct reel_quantizer reel_quantizer;
 // into and out of Conv, MatMul, Gemm, Add, Mul, AveragePool,
 // GlobalAveragePool, Concat, MaxPool, Reshape, Resize and Transpose (a
 // Conv's following Relu/Clip stays before its quantization). NULL with
-// *error set: the file unreadable or not ONNX (REEL_EIO, REEL_EFORMAT), or
-// nothing to quantize (REEL_EINVAL).
+// *error set: the file unreadable or not ONNX (REEL_EIO, REEL_EFORMAT),
+// nothing to quantize (REEL_EINVAL), or an opset below 13 with ops whose
+// inputs changed there (REEL_EUNSUPPORTED: the output needs opset 13).
 REEL_API reel_quantizer *reel_quantizer_new(const char *path, GError **error);
 REEL_API void reel_quantizer_free(reel_quantizer **q);
 

@@ -204,6 +204,8 @@ static reel_model *calibration_model(reel_quantizer *q, GError **error)
     return m;
 }
 
+static int check_opset(const reel_quantizer *q, int64_t *opset, GError **error);
+
 reel_quantizer *reel_quantizer_new(const char *path, GError **error)
 {
     char *data = NULL;
@@ -232,6 +234,11 @@ reel_quantizer *reel_quantizer_new(const char *path, GError **error)
         if (q->graph.initializer[i]->name)
             g_hash_table_insert(q->inits, q->graph.initializer[i]->name, q->graph.initializer[i]);
     pick(q);
+    int64_t opset;
+    if (check_opset(q, &opset, error) < 0) {
+        reel_quantizer_free(&q);
+        return NULL;
+    }
     if (q->acts->len == 0 && q->n_weights == 0) {
         g_set_error(error, REEL_ERROR, REEL_EINVAL,
                     "%s: nothing to quantize (no Conv, MatMul, Gemm, Add, Mul, pool, Concat, MaxPool, Reshape, "
@@ -568,9 +575,9 @@ static int check_opset(const reel_quantizer *q, int64_t *opset, GError **error)
         if (is_any(g->node[i], changed)) {
             g_set_error(error, REEL_ERROR, REEL_EUNSUPPORTED,
                         "%s: opset %" G_GINT64_FORMAT " must be raised to %d for per-channel quantization, and "
-                        "node '%s' (%s) changed there; convert the model to opset %d first",
+                        "node '%s' (%s, node %zu) changed there; convert the model to opset %d first",
                         q->path, *opset, QDQ_OPSET, g->node[i]->name ? g->node[i]->name : "", g->node[i]->op_type,
-                        QDQ_OPSET);
+                        i + 1, QDQ_OPSET);
             return REEL_EUNSUPPORTED;
         }
     return 0;

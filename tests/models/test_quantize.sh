@@ -145,6 +145,20 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
 EOF
 expect_error "a model with nothing to quantize" "relu.onnx: nothing to quantize" \
   "$work/relu.onnx" --calibrate "$calib" --out "$work/bad.onnx"
+$py - "$work/squeeze11.onnx" <<'EOF'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8, 8])
+w = numpy_helper.from_array(np.random.RandomState(1).randn(4, 3, 1, 1).astype(np.float32), "w")
+g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Squeeze", ["c"], ["y"], axes=[0])],
+                      "squeeze11", [x], [y], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]), sys.argv[1])
+EOF
+expect_error "opset 11 with an op that changed at 13" "opset 11 must be raised to 13 .* (Squeeze, node 2)" \
+  "$work/squeeze11.onnx" --calibrate "$calib" --frames 2 --out "$work/bad.onnx"
 expect_error "an unwritable --out" "cannot write the quantized model $work/no-such-dir/x.onnx" \
   blazeface-front --calibrate "$calib" --frames 2 --out "$work/no-such-dir/x.onnx"
 expect_error "a file that is not a video" "--calibrate $work/relu.onnx" \
