@@ -13,6 +13,8 @@ int cmd_model(int argc, char **argv);
 // argv holds the ARGS after "run"/"bench" (argv[0] is MODEL.onnx when given).
 int cmd_model_run(int argc, char **argv);
 int cmd_model_bench(int argc, char **argv);
+// `reel model quantize ARGS` (tools/cmd_model_quantize.c): calibration and the int8 QDQ model.
+int cmd_model_quantize(int argc, char **argv);
 // The fleet on NATS JetStream (fleet/jobs.h): run jobs, queue one, list them.
 int cmd_worker(int argc, char **argv);
 int cmd_submit(int argc, char **argv);

@@ -12,11 +12,15 @@ static const char usage[] =
     "       reel model run MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR\n"
     "                      [--device SPEC] [--threads N]\n"
     "       reel model bench MODEL.onnx [--threads N] [--profile]\n"
+    "       reel model quantize MODEL --calibrate VIDEO|IMAGE_DIR --out MODEL.int8.onnx [--frames N]\n"
+    "                      [--method minmax|percentile] [--per-channel|--per-tensor] [preprocess options]\n"
     "\n"
     "info: inputs and outputs with their shapes (symbolic dims by name), the op\n"
     "histogram after the load-time passes, parameters and FLOPs.\n"
     "run: one inference on NumPy inputs; writes OUTPUT_NAME.npy per output.\n"
-    "bench: latency median/p90 and per-op times.\n";
+    "bench: latency median/p90 and per-op times.\n"
+    "quantize: calibrates on frames of a video (or images) and writes an int8 QDQ model\n"
+    "  (reel model quantize --help).\n";
 
 static void print_io(const char *kind, const reel_model_io *io)
 {
@@ -106,6 +110,8 @@ int cmd_model(int argc, char **argv)
         return cmd_model_run(argc - 1, argv + 1);
     if (strcmp(argv[0], "bench") == 0)
         return cmd_model_bench(argc - 1, argv + 1);
+    if (strcmp(argv[0], "quantize") == 0)
+        return cmd_model_quantize(argc - 1, argv + 1);
     fprintf(stderr, "reel: unknown model command '%s'\n\n%s", argv[0], usage);
     return EXIT_USAGE;
 }

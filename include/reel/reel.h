@@ -13,6 +13,7 @@
 #include "model.h"
 #include "parse.h"
 #include "pipeline.h"
+#include "quantize.h"
 #include "tensor.h"
 #include "vision.h"
 #include "zoo.h"

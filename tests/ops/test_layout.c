@@ -14,37 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/cpu/workers.h"
-#include "models/op.h"
-
-#define MAX_IN 4
-
-static reel_workers *pool;
-
-static double last_run_ms; // of call()'s last op->run
-
-typedef struct node_call {
-    const char *op;
-    int opset;                   // 0: 18
-    reel_ir_attr attrs[6];
-    int n_attrs;
-} node_call;
-
-static void attr_int(node_call *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_ints(node_call *c, const char *name, const int64_t *v, int n)
-{
-    c->attrs[c->n_attrs++] =
-        (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = (int64_t *)v, .n = n };
-}
-
-static void attr_str(node_call *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
+#include "tests/ops/op_harness.h"
 
 static void put(reel_tensor *t, int64_t i, double v)
 {
@@ -97,75 +67,18 @@ static reel_tensor *ints_i64(int n, const int64_t *v)
     return t;
 }
 
-// Infers and runs one node with constant inputs (NULL: omitted; the graph
-// frees them) into *out; returns infer's or run's code. *msg (may be NULL)
-// receives infer's error message, for the caller to g_free.
-static int call(const node_call *c, int n_in, reel_tensor **in, reel_tensor **out, char **msg)
-{
-    const reel_op *op = reel_op_find(c->op);
-    assert_non_null(op);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = c->opset ? c->opset : 18;
-    int inputs[MAX_IN];
-    for (int i = 0; i < n_in; i++) {
-        inputs[i] = -1;
-        if (!in[i])
-            continue;
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-        v->constant = in[i];
-    }
-    int output = reel_ir_add_value(g, "y");
-    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = &output,
-                       .n_outputs = 1, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
-    GError *error = NULL;
-    int rc = op->infer(g, &n, &error);
-    if (msg)
-        *msg = error ? g_strdup(error->message) : NULL;
-    g_clear_error(&error);
-    *out = NULL;
-    if (!rc) {
-        reel_ir_value *v = reel_ir_value_at(g, output);
-        for (int d = 0; d < v->rank; d++)
-            assert_true(v->dims[d] >= 0);
-        *out = reel_tensor_new(v->dtype, v->rank, v->dims);
-        assert_non_null(*out);
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = 1 };
-        gint64 t0 = g_get_monotonic_time();
-        rc = op->run(&n, in, out, &ctx);
-        last_run_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
-        // Again over two workers: the same bytes.
-        reel_tensor *two = reel_tensor_new(v->dtype, v->rank, v->dims);
-        reel_exec_ctx ctx2 = { .opset = g->opset, .threads = 2, .workers = pool };
-        assert_int_equal(op->run(&n, in, &two, &ctx2), rc);
-        if (!rc && memcmp(two->data, (*out)->data, two->nbytes) != 0)
-            fail_msg("%s: the output differs on two workers", c->op);
-        reel_tensor_free(&two);
-        if (rc)
-            reel_tensor_free(out);
-    }
-    reel_ir_graph_free(&g);
-    return rc;
-}
-
 // The node is refused in infer with a message naming it and saying `what`.
-static void expect_refused(const node_call *c, int n_in, reel_tensor **in, const char *what)
+static void expect_refused(const op_call *c, int n_in, reel_tensor **in, const char *what)
 {
     reel_tensor *out;
-    char *msg = NULL;
-    int rc = call(c, n_in, in, &out, &msg);
+    int rc = op_run(c, n_in, in, &out);
     if (rc == 0)
         fail_msg("%s: accepted, expected a refusal saying '%s'", c->op, what);
-    assert_non_null(msg);
+    const char *msg = op_message();
     char *node = g_strdup_printf("node 'n' (%s)", c->op);
     if (!strstr(msg, node) || !strstr(msg, what))
         fail_msg("%s: message '%s' does not name the node or say '%s'", c->op, msg, what);
     g_free(node);
-    g_free(msg);
 }
 
 // t has type dt, the shape and the values (NaN matching NaN).
@@ -188,14 +101,13 @@ static void expect_tensor(const reel_tensor *t, reel_dtype dt, int rank, const i
 }
 
 // Runs c on in (n_in inputs) and checks the one output against want.
-static void expect_run(const node_call *c, int n_in, reel_tensor **in, reel_dtype dt, int rank,
+static void expect_run(const op_call *c, int n_in, reel_tensor **in, reel_dtype dt, int rank,
                        const int64_t *shape, const double *want, double tol)
 {
     reel_tensor *out;
-    char *msg = NULL;
-    int rc = call(c, n_in, in, &out, &msg);
+    int rc = op_run(c, n_in, in, &out);
     if (rc)
-        fail_msg("%s: code %d (%s)", c->op, rc, msg ? msg : "run failed");
+        fail_msg("%s: code %d (%s)", c->op, rc, *op_message() ? op_message() : "run failed");
     expect_tensor(out, dt, rank, shape, want, tol);
     reel_tensor_free(&out);
 }
@@ -209,44 +121,44 @@ static void reduce_integer_forms(void **state)
     const double x[] = { 1, 2, 4, -4, -5, 0 };
 
     // Axes as an input (opset 18) with a negative axis, keepdims off.
-    node_call sum = { .op = "ReduceSum" };
-    attr_int(&sum, "keepdims", 0);
+    op_call sum = { .op = "ReduceSum" };
+    op_attr_int(&sum, "keepdims", 0);
     const int64_t last[] = { -1 };
     reel_tensor *in[2] = { tensor(REEL_DTYPE_INT64, 2, s23, x), ints_i64(1, last) };
     expect_run(&sum, 2, in, REEL_DTYPE_INT64, 1, two, (double[]){ 7, -9 }, 0);
 
     // Axes as an attribute (opset 13), kept.
-    node_call min = { .op = "ReduceMin", .opset = 13 };
+    op_call min = { .op = "ReduceMin", .opset = 13 };
     const int64_t first[] = { 0 };
-    attr_ints(&min, "axes", first, 1);
+    op_attr_ints(&min, "axes", first, 1);
     in[0] = tensor(REEL_DTYPE_INT32, 2, s23, x);
     expect_run(&min, 1, in, REEL_DTYPE_INT32, 2, row, (double[]){ -4, -5, 0 }, 0);
 
     // The integer mean truncates towards 0 as ONNX's reference casts it.
-    node_call mean = { .op = "ReduceMean", .opset = 13 };
+    op_call mean = { .op = "ReduceMean", .opset = 13 };
     const int64_t second[] = { 1 };
-    attr_ints(&mean, "axes", second, 1);
-    attr_int(&mean, "keepdims", 0);
+    op_attr_ints(&mean, "axes", second, 1);
+    op_attr_int(&mean, "keepdims", 0);
     in[0] = tensor(REEL_DTYPE_INT32, 2, s23, x);
     expect_run(&mean, 1, in, REEL_DTYPE_INT32, 1, two, (double[]){ 2, -3 }, 0);
 
     // Over everything, into a scalar.
-    node_call prod = { .op = "ReduceProd", .opset = 13 };
-    attr_int(&prod, "keepdims", 0);
+    op_call prod = { .op = "ReduceProd", .opset = 13 };
+    op_attr_int(&prod, "keepdims", 0);
     const double px[] = { 1, 2, 3, -4, 5, 6 };
     in[0] = tensor(REEL_DTYPE_INT64, 2, s23, px);
     expect_run(&prod, 1, in, REEL_DTYPE_INT64, 0, NULL, (double[]){ -720 }, 0);
 
-    node_call l1 = { .op = "ReduceL1", .opset = 13 }, sq = { .op = "ReduceSumSquare", .opset = 13 };
-    attr_int(&l1, "keepdims", 0);
-    attr_int(&sq, "keepdims", 0);
+    op_call l1 = { .op = "ReduceL1", .opset = 13 }, sq = { .op = "ReduceSumSquare", .opset = 13 };
+    op_attr_int(&l1, "keepdims", 0);
+    op_attr_int(&sq, "keepdims", 0);
     in[0] = tensor(REEL_DTYPE_INT32, 2, s23, x);
     expect_run(&l1, 1, in, REEL_DTYPE_INT32, 0, NULL, (double[]){ 16 }, 0);
     in[0] = tensor(REEL_DTYPE_INT64, 2, s23, x);
     expect_run(&sq, 1, in, REEL_DTYPE_INT64, 0, NULL, (double[]){ 62 }, 0);
 
-    node_call max = { .op = "ReduceMax", .opset = 13 };
-    attr_ints(&max, "axes", second, 1);
+    op_call max = { .op = "ReduceMax", .opset = 13 };
+    op_attr_ints(&max, "axes", second, 1);
     in[0] = tensor(REEL_DTYPE_INT64, 2, s23, x);
     expect_run(&max, 1, in, REEL_DTYPE_INT64, 2, (int64_t[]){ 2, 1 }, (double[]){ 4, 0 }, 0);
 }
@@ -256,28 +168,28 @@ static void reduce_float_edges(void **state)
     (void)state;
     const int64_t s22[] = { 2, 2 }, two[] = { 2 };
     // exp(1000) overflows float and double: the max is subtracted first.
-    node_call lse = { .op = "ReduceLogSumExp", .opset = 13 };
+    op_call lse = { .op = "ReduceLogSumExp", .opset = 13 };
     const int64_t second[] = { 1 };
-    attr_ints(&lse, "axes", second, 1);
-    attr_int(&lse, "keepdims", 0);
+    op_attr_ints(&lse, "axes", second, 1);
+    op_attr_int(&lse, "keepdims", 0);
     reel_tensor *in[2] = { tensor(REEL_DTYPE_FLOAT32, 2, s22, (double[]){ 1000, 1000, -INFINITY, -INFINITY }) };
     expect_run(&lse, 1, in, REEL_DTYPE_FLOAT32, 1, two, (double[]){ 1000 + log(2.0), -INFINITY }, 1e-6);
     in[0] = tensor(REEL_DTYPE_FLOAT64, 2, s22, (double[]){ 800, 799, -3, 2 });
     expect_run(&lse, 1, in, REEL_DTYPE_FLOAT64, 1, two, (double[]){ 800 + log1p(exp(-1.0)), 2 + log1p(exp(-5.0)) },
                1e-12);
 
-    node_call l2 = { .op = "ReduceL2", .opset = 13 }, ls = { .op = "ReduceLogSum", .opset = 13 };
-    attr_int(&l2, "keepdims", 0);
-    attr_ints(&ls, "axes", second, 1);
+    op_call l2 = { .op = "ReduceL2", .opset = 13 }, ls = { .op = "ReduceLogSum", .opset = 13 };
+    op_attr_int(&l2, "keepdims", 0);
+    op_attr_ints(&ls, "axes", second, 1);
     in[0] = tensor(REEL_DTYPE_FLOAT64, 2, s22, (double[]){ 3, 4, 0, 0 });
     expect_run(&l2, 1, in, REEL_DTYPE_FLOAT64, 0, NULL, (double[]){ 5 }, 1e-12);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s22, (double[]){ 1, 2, 0, 0 });
     expect_run(&ls, 1, in, REEL_DTYPE_FLOAT32, 2, (int64_t[]){ 2, 1 }, (double[]){ log(3.0), -INFINITY }, 1e-6);
 
     // A NaN wins max and min.
-    node_call max = { .op = "ReduceMax", .opset = 13 }, min = { .op = "ReduceMin", .opset = 13 };
-    attr_ints(&max, "axes", second, 1);
-    attr_ints(&min, "axes", second, 1);
+    op_call max = { .op = "ReduceMax", .opset = 13 }, min = { .op = "ReduceMin", .opset = 13 };
+    op_attr_ints(&max, "axes", second, 1);
+    op_attr_ints(&min, "axes", second, 1);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s22, (double[]){ NAN, 1, 2, 3 });
     expect_run(&max, 1, in, REEL_DTYPE_FLOAT32, 2, (int64_t[]){ 2, 1 }, (double[]){ NAN, 3 }, 0);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s22, (double[]){ 1, NAN, 2, 3 });
@@ -293,8 +205,8 @@ static void reduce_empty_and_noop(void **state)
     const double want[][2] = { { 0, 0 }, { 1, 1 }, { -INFINITY, -INFINITY }, { INFINITY, INFINITY },
                                { 0, 0 }, { 0, 0 } };
     for (int k = 0; k < 6; k++) {
-        node_call c = { .op = ops[k] };
-        attr_int(&c, "keepdims", 0);
+        op_call c = { .op = ops[k] };
+        op_attr_int(&c, "keepdims", 0);
         reel_tensor *in[2] = { tensor(REEL_DTYPE_FLOAT32, 2, s20, NULL), ints_i64(1, second) };
         expect_run(&c, 2, in, REEL_DTYPE_FLOAT32, 1, two, want[k], 0);
     }
@@ -302,11 +214,11 @@ static void reduce_empty_and_noop(void **state)
     // Empty axes: the identity with noop_with_empty_axes, else everything.
     const int64_t s23[] = { 2, 3 }, one1[] = { 1, 1 };
     const double x[] = { 1, 2, 3, 4, 5, 6 };
-    node_call noop = { .op = "ReduceProd" };
-    attr_int(&noop, "noop_with_empty_axes", 1);
+    op_call noop = { .op = "ReduceProd" };
+    op_attr_int(&noop, "noop_with_empty_axes", 1);
     reel_tensor *in[2] = { tensor(REEL_DTYPE_FLOAT32, 2, s23, x), ints_i64(0, NULL) };
     expect_run(&noop, 2, in, REEL_DTYPE_FLOAT32, 2, s23, x, 0);
-    node_call all = { .op = "ReduceProd" };
+    op_call all = { .op = "ReduceProd" };
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s23, x);
     in[1] = ints_i64(0, NULL);
     expect_run(&all, 2, in, REEL_DTYPE_FLOAT32, 2, one1, (double[]){ 720 }, 0);
@@ -316,18 +228,18 @@ static void reduce_refusals(void **state)
 {
     (void)state;
     const int64_t s23[] = { 2, 3 }, far[] = { 2 }, second[] = { 1 };
-    node_call l2 = { .op = "ReduceL2" };
+    op_call l2 = { .op = "ReduceL2" };
     reel_tensor *in[2] = { tensor(REEL_DTYPE_INT32, 2, s23, NULL) };
     expect_refused(&l2, 1, in, "input type int32 is not supported");
-    node_call sum = { .op = "ReduceSum" };
+    op_call sum = { .op = "ReduceSum" };
     in[0] = tensor(REEL_DTYPE_UINT8, 2, s23, NULL);
     expect_refused(&sum, 1, in, "input type uint8 is not supported");
-    node_call min = { .op = "ReduceMin", .opset = 13 };
-    attr_ints(&min, "axes", far, 1);
+    op_call min = { .op = "ReduceMin", .opset = 13 };
+    op_attr_ints(&min, "axes", far, 1);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s23, NULL);
     expect_refused(&min, 1, in, "out of range for rank 2");
-    node_call both = { .op = "ReduceMax" };
-    attr_ints(&both, "axes", second, 1);
+    op_call both = { .op = "ReduceMax" };
+    op_attr_ints(&both, "axes", second, 1);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s23, NULL);
     in[1] = ints_i64(1, second);
     expect_refused(&both, 2, in, "both as attribute and input");
@@ -344,13 +256,13 @@ static void trilu_bands(void **state)
         int64_t r = (i / 4) % 3, c = i % 4;
         want[i] = c <= r - 1 ? (double)i : 0; // lower, k = -1
     }
-    node_call lower = { .op = "Trilu" };
-    attr_int(&lower, "upper", 0);
+    op_call lower = { .op = "Trilu" };
+    op_attr_int(&lower, "upper", 0);
     reel_tensor *in[2] = { tensor(REEL_DTYPE_INT64, 3, s, NULL), scalar_i64(-1) };
     expect_run(&lower, 2, in, REEL_DTYPE_INT64, 3, s, want, 0);
 
     // k past either end: everything zeroed, or everything kept.
-    node_call upper = { .op = "Trilu" };
+    op_call upper = { .op = "Trilu" };
     double zeros[24] = { 0 }, all[24];
     for (int i = 0; i < 24; i++)
         all[i] = i;
@@ -361,8 +273,8 @@ static void trilu_bands(void **state)
     in[1] = scalar_i64(INT64_MIN);
     expect_run(&upper, 2, in, REEL_DTYPE_UINT8, 3, s, all, 0);
 
-    node_call odd = { .op = "Trilu" };
-    attr_int(&odd, "upper", 2);
+    op_call odd = { .op = "Trilu" };
+    op_attr_int(&odd, "upper", 2);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 3, s, NULL);
     expect_refused(&odd, 1, in, "attribute 'upper' = 2 is not supported");
     const int64_t s1[] = { 4 };
@@ -373,7 +285,7 @@ static void trilu_bands(void **state)
 static void range_lengths(void **state)
 {
     (void)state;
-    node_call c = { .op = "Range", .opset = 11 };
+    op_call c = { .op = "Range", .opset = 11 };
     const int64_t four[] = { 4 }, two[] = { 2 }, none[] = { 0 };
     reel_tensor *in[3] = { tensor(REEL_DTYPE_FLOAT32, 0, NULL, (double[]){ 1 }),
                            tensor(REEL_DTYPE_FLOAT32, 0, NULL, (double[]){ 2 }),
@@ -418,20 +330,20 @@ static void cumsum_forms(void **state)
                     acc += (b * 3 + t) * 2 + j;
                 want[(b * 3 + i) * 2 + j] = acc;
             }
-    node_call c = { .op = "CumSum", .opset = 14 };
-    attr_int(&c, "exclusive", 1);
-    attr_int(&c, "reverse", 1);
+    op_call c = { .op = "CumSum", .opset = 14 };
+    op_attr_int(&c, "exclusive", 1);
+    op_attr_int(&c, "reverse", 1);
     reel_tensor *in[2] = { tensor(REEL_DTYPE_INT64, 3, s, NULL), tensor(REEL_DTYPE_INT32, 0, NULL, (double[]){ -2 }) };
     expect_run(&c, 2, in, REEL_DTYPE_INT64, 3, s, want, 0);
 
-    node_call plain = { .op = "CumSum", .opset = 14 };
+    op_call plain = { .op = "CumSum", .opset = 14 };
     const int64_t s3[] = { 3 };
     in[0] = tensor(REEL_DTYPE_INT32, 1, s3, (double[]){ 5, -2, 7 });
     in[1] = scalar_i64(0);
     expect_run(&plain, 2, in, REEL_DTYPE_INT32, 1, s3, (double[]){ 5, 3, 10 }, 0);
 
-    node_call odd = { .op = "CumSum" };
-    attr_int(&odd, "exclusive", 2);
+    op_call odd = { .op = "CumSum" };
+    op_attr_int(&odd, "exclusive", 2);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 3, s, NULL);
     in[1] = scalar_i64(0);
     expect_refused(&odd, 2, in, "attribute 'exclusive' = 2 is not supported");
@@ -452,7 +364,7 @@ static void tile_repeats(void **state)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 3; k++)
                 want[(i * 3 + j) * 3 + k] = (i % 2) * 3 + k;
-    node_call c = { .op = "Tile", .opset = 13 };
+    op_call c = { .op = "Tile", .opset = 13 };
     reel_tensor *in[2] = { tensor(REEL_DTYPE_INT32, 3, s, NULL), ints_i64(3, rep) };
     expect_run(&c, 2, in, REEL_DTYPE_INT32, 3, os, want, 0);
 
@@ -487,35 +399,35 @@ static void depth_space_modes(void **state)
                         int64_t ch = crd ? c * b * b + i * b + j : (i * b + j) * oc + c;
                         want[((n * oc + c) * H * b + y) * W * b + x] = (double)(((n * C + ch) * H + y / b) * W + x / b);
                     }
-        node_call d2s = { .op = "DepthToSpace", .opset = 13 };
-        attr_int(&d2s, "blocksize", b);
-        attr_str(&d2s, "mode", crd ? "CRD" : "DCR");
+        op_call d2s = { .op = "DepthToSpace", .opset = 13 };
+        op_attr_int(&d2s, "blocksize", b);
+        op_attr_str(&d2s, "mode", crd ? "CRD" : "DCR");
         reel_tensor *in[1] = { tensor(REEL_DTYPE_FLOAT32, 4, s, NULL) };
         expect_run(&d2s, 1, in, REEL_DTYPE_FLOAT32, 4, ws, want, 0);
     }
     // SpaceToDepth undoes DepthToSpace's default (DCR) order, in int64.
-    node_call d2s = { .op = "DepthToSpace", .opset = 13 }, s2d = { .op = "SpaceToDepth", .opset = 13 };
-    attr_int(&d2s, "blocksize", b);
-    attr_int(&s2d, "blocksize", b);
+    op_call d2s = { .op = "DepthToSpace", .opset = 13 }, s2d = { .op = "SpaceToDepth", .opset = 13 };
+    op_attr_int(&d2s, "blocksize", b);
+    op_attr_int(&s2d, "blocksize", b);
     reel_tensor *in[1] = { tensor(REEL_DTYPE_INT64, 4, s, NULL) }, *wide;
-    assert_int_equal(call(&d2s, 1, in, &wide, NULL), 0);
+    assert_int_equal(op_run(&d2s, 1, in, &wide), 0);
     double ident[96];
     for (int i = 0; i < 96; i++)
         ident[i] = i;
     in[0] = wide;
     expect_run(&s2d, 1, in, REEL_DTYPE_INT64, 4, s, ident, 0);
 
-    node_call foo = { .op = "DepthToSpace" };
-    attr_int(&foo, "blocksize", 2);
-    attr_str(&foo, "mode", "foo");
+    op_call foo = { .op = "DepthToSpace" };
+    op_attr_int(&foo, "blocksize", 2);
+    op_attr_str(&foo, "mode", "foo");
     in[0] = tensor(REEL_DTYPE_FLOAT32, 4, s, NULL);
     expect_refused(&foo, 1, in, "attribute 'mode' = 'foo' is not supported");
-    node_call three = { .op = "DepthToSpace" };
-    attr_int(&three, "blocksize", 3);
+    op_call three = { .op = "DepthToSpace" };
+    op_attr_int(&three, "blocksize", 3);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 4, s, NULL);
     expect_refused(&three, 1, in, "channels 8 are not a multiple of 9");
-    node_call zero = { .op = "SpaceToDepth" };
-    attr_int(&zero, "blocksize", 0);
+    op_call zero = { .op = "SpaceToDepth" };
+    op_attr_int(&zero, "blocksize", 0);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 4, s, NULL);
     expect_refused(&zero, 1, in, "attribute 'blocksize' = 0 is not supported");
     in[0] = tensor(REEL_DTYPE_FLOAT32, 4, s, NULL);
@@ -528,29 +440,29 @@ static void eye_like_types(void **state)
     const int64_t s35[] = { 3, 5 }, s34[] = { 3, 4 };
     double want[15] = { 0 };
     want[1 * 5 + 0] = want[2 * 5 + 1] = 1;
-    node_call below = { .op = "EyeLike", .opset = 9 };
-    attr_int(&below, "dtype", 7);
-    attr_int(&below, "k", -1);
+    op_call below = { .op = "EyeLike", .opset = 9 };
+    op_attr_int(&below, "dtype", 7);
+    op_attr_int(&below, "k", -1);
     reel_tensor *in[1] = { tensor(REEL_DTYPE_INT32, 2, s35, NULL) };
     expect_run(&below, 1, in, REEL_DTYPE_INT64, 2, s35, want, 0);
 
     double bools[12] = { 0 };
     bools[0 * 4 + 2] = bools[1 * 4 + 3] = 1;
-    node_call above = { .op = "EyeLike", .opset = 9 };
-    attr_int(&above, "dtype", 9);
-    attr_int(&above, "k", 2);
+    op_call above = { .op = "EyeLike", .opset = 9 };
+    op_attr_int(&above, "dtype", 9);
+    op_attr_int(&above, "k", 2);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s34, NULL);
     expect_run(&above, 1, in, REEL_DTYPE_BOOL, 2, s34, bools, 0);
 
     // Past the last column: no ones at all; the input's type by default.
     double zeros[12] = { 0 };
-    node_call far = { .op = "EyeLike", .opset = 9 };
-    attr_int(&far, "k", INT64_MAX);
+    op_call far = { .op = "EyeLike", .opset = 9 };
+    op_attr_int(&far, "k", INT64_MAX);
     in[0] = tensor(REEL_DTYPE_FLOAT64, 2, s34, NULL);
     expect_run(&far, 1, in, REEL_DTYPE_FLOAT64, 2, s34, zeros, 0);
 
-    node_call str = { .op = "EyeLike", .opset = 9 };
-    attr_int(&str, "dtype", 8);
+    op_call str = { .op = "EyeLike", .opset = 9 };
+    op_attr_int(&str, "dtype", 8);
     in[0] = tensor(REEL_DTYPE_FLOAT32, 2, s34, NULL);
     expect_refused(&str, 1, in, "attribute 'dtype' = 8 is not supported");
     const int64_t s3[] = { 2, 2, 2 };
@@ -570,15 +482,15 @@ static void reverse_sequence_steps(void **state)
                 int from = t < lens[b] ? (int)lens[b] - 1 - t : t;
                 want[(t * 2 + b) * 2 + e] = (from * 2 + b) * 2 + e;
             }
-    node_call c = { .op = "ReverseSequence", .opset = 10 };
-    attr_int(&c, "time_axis", 0);
-    attr_int(&c, "batch_axis", 1);
+    op_call c = { .op = "ReverseSequence", .opset = 10 };
+    op_attr_int(&c, "time_axis", 0);
+    op_attr_int(&c, "batch_axis", 1);
     reel_tensor *in[2] = { tensor(REEL_DTYPE_INT32, 3, s, NULL), ints_i64(2, lens) };
     expect_run(&c, 2, in, REEL_DTYPE_INT32, 3, s, want, 0);
 
-    node_call same = { .op = "ReverseSequence", .opset = 10 };
-    attr_int(&same, "time_axis", 1);
-    attr_int(&same, "batch_axis", 1);
+    op_call same = { .op = "ReverseSequence", .opset = 10 };
+    op_attr_int(&same, "time_axis", 1);
+    op_attr_int(&same, "batch_axis", 1);
     in[0] = tensor(REEL_DTYPE_INT32, 3, s, NULL);
     in[1] = ints_i64(2, lens);
     expect_refused(&same, 2, in, "are not supported");
@@ -590,13 +502,13 @@ static void reverse_sequence_steps(void **state)
     reel_tensor *out;
     in[0] = tensor(REEL_DTYPE_INT32, 3, s, NULL);
     in[1] = ints_i64(2, long_lens);
-    assert_int_equal(call(&c, 2, in, &out, NULL), REEL_EINVAL);
+    assert_int_equal(op_run(&c, 2, in, &out), REEL_EINVAL);
 }
 
 static void size_counts(void **state)
 {
     (void)state;
-    node_call c = { .op = "Size", .opset = 13 };
+    op_call c = { .op = "Size", .opset = 13 };
     reel_tensor *in[1] = { tensor(REEL_DTYPE_FLOAT32, 0, NULL, (double[]){ 3 }) };
     expect_run(&c, 1, in, REEL_DTYPE_INT64, 0, NULL, (double[]){ 1 }, 0);
     const int64_t s[] = { 2, 0, 3 };
@@ -625,12 +537,12 @@ static void vision_timing(void **state)
             acc += xd[c * 56 * 56 + i];
         want[c] = acc / (56 * 56);
     }
-    node_call mean = { .op = "ReduceMean", .opset = 13 };
-    attr_ints(&mean, "axes", hw, 2);
+    op_call mean = { .op = "ReduceMean", .opset = 13 };
+    op_attr_ints(&mean, "axes", hw, 2);
     for (int rep = 0; rep < 5; rep++) {
         reel_tensor *in[1] = { reel_tensor_dup(x) }, *out;
-        assert_int_equal(call(&mean, 1, in, &out, NULL), 0);
-        best = MIN(best, last_run_ms);
+        assert_int_equal(op_run(&mean, 1, in, &out), 0);
+        best = MIN(best, op_run_ms(1));
         expect_tensor(out, REEL_DTYPE_FLOAT32, 4, os, want, 1e-5);
         reel_tensor_free(&out);
     }
@@ -638,13 +550,13 @@ static void vision_timing(void **state)
     reel_tensor_free(&x);
 
     const int64_t ds[] = { 1, 48, 270, 480 };
-    node_call d2s = { .op = "DepthToSpace", .opset = 13 };
-    attr_int(&d2s, "blocksize", 4);
+    op_call d2s = { .op = "DepthToSpace", .opset = 13 };
+    op_attr_int(&d2s, "blocksize", 4);
     best = INFINITY;
     for (int rep = 0; rep < 5; rep++) {
         reel_tensor *in[1] = { tensor(REEL_DTYPE_FLOAT32, 4, ds, NULL) }, *out;
-        assert_int_equal(call(&d2s, 1, in, &out, NULL), 0);
-        best = MIN(best, last_run_ms);
+        assert_int_equal(op_run(&d2s, 1, in, &out), 0);
+        best = MIN(best, op_run_ms(1));
         // Element (c, y, x) comes from channel ((y % 4) * 4 + x % 4) * 3 + c at (y / 4, x / 4).
         const float *o = out->data;
         for (int64_t k = 0; k < 3 * 1080 * 1920; k += 9973) {
@@ -668,8 +580,5 @@ int main(void)
         cmocka_unit_test(reverse_sequence_steps), cmocka_unit_test(size_counts),
         cmocka_unit_test(vision_timing),
     };
-    pool = reel_workers_create(2);
-    int r = cmocka_run_group_tests(tests, NULL, NULL);
-    reel_workers_destroy(&pool);
-    return r;
+    return op_run_tests(tests, .opset = 18, .two_workers = true);
 }

@@ -12,99 +12,28 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/op.h"
-
-#define MAX_IN 4
-
-// A tensor of dtype and shape holding a copy of data (NULL: an empty one).
-static reel_tensor *tensor(reel_dtype dtype, int rank, const int64_t *shape, const void *data)
-{
-    reel_tensor *t = reel_tensor_new(dtype, rank, shape);
-    assert_non_null(t);
-    if (data && t->nbytes)
-        memcpy(t->data, data, t->nbytes);
-    return t;
-}
-
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[4];
-    int n_attrs;
-} opcall;
-
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_str(opcall *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
-
-// Infers and runs one node named "n" on the n_in inputs (owned and freed
-// here) into *out (NULL on failure). Returns infer's or run's code; a
-// failure's message goes to msg.
-static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, char *msg, size_t len)
-{
-    const reel_op *op = reel_op_find(c->op);
-    assert_non_null(op);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = 18;
-    int inputs[MAX_IN];
-    for (int i = 0; i < n_in; i++) {
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-        v->constant = in[i]; // the graph frees it
-    }
-    int output = reel_ir_add_value(g, "y");
-    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = &output,
-                       .n_outputs = 1, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
-    GError *error = NULL;
-    *out = NULL;
-    msg[0] = 0;
-    int rc = op->infer(g, &n, &error);
-    if (rc) {
-        assert_non_null(error);
-        snprintf(msg, len, "%s", error->message);
-        g_clear_error(&error);
-    } else {
-        reel_ir_value *v = reel_ir_value_at(g, output);
-        *out = reel_tensor_new(v->dtype, v->rank, v->dims);
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = 1 };
-        rc = op->run(&n, in, out, &ctx);
-        if (rc)
-            reel_tensor_free(out);
-    }
-    reel_ir_graph_free(&g);
-    return rc;
-}
+#include "tests/ops/op_harness.h"
 
 // Expects the call to fail with code and a message naming the node and
 // holding `what`.
-static void expect_fail(const opcall *c, int n_in, reel_tensor **in, int code, const char *what)
+static void expect_fail(const op_call *c, int n_in, reel_tensor **in, int code, const char *what)
 {
-    char msg[256];
     reel_tensor *out;
-    assert_int_equal(call(c, n_in, in, &out, msg, sizeof msg), code);
+    assert_int_equal(op_run(c, n_in, in, &out), code);
     assert_null(out);
+    const char *msg = op_message();
     if (!strstr(msg, "node 'n'") || !strstr(msg, what))
         fail_msg("message \"%s\" should name node 'n' and say \"%s\"", msg, what);
 }
 
 // Runs the call, which must succeed with the given dtype and shape.
-static reel_tensor *expect_run(const opcall *c, int n_in, reel_tensor **in, reel_dtype dtype, int rank,
+static reel_tensor *expect_run(const op_call *c, int n_in, reel_tensor **in, reel_dtype dtype, int rank,
                                const int64_t *shape)
 {
-    char msg[256];
     reel_tensor *out;
-    int rc = call(c, n_in, in, &out, msg, sizeof msg);
+    int rc = op_run(c, n_in, in, &out);
     if (rc)
-        fail_msg("%s failed (%d): %s", c->op, rc, msg);
+        fail_msg("%s failed (%d): %s", c->op, rc, op_message());
     assert_int_equal(out->dtype, dtype);
     assert_int_equal(out->rank, rank);
     for (int i = 0; i < rank; i++)
@@ -120,50 +49,50 @@ static void refused(void **state)
     const float f[3] = { 1, 2, 3 };
     const int32_t i32[3] = { 1, 2, 3 };
 
-    opcall shift = { .op = "BitShift" };
-    attr_str(&shift, "direction", "UP");
-    expect_fail(&shift, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_UINT8, 1, &s3, u8), tensor(REEL_DTYPE_UINT8, 1, &s3, u8) },
+    op_call shift = { .op = "BitShift" };
+    op_attr_str(&shift, "direction", "UP");
+    expect_fail(&shift, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_UINT8, 1, &s3, u8), op_tensor(REEL_DTYPE_UINT8, 1, &s3, u8) },
                 REEL_EUNSUPPORTED, "attribute 'direction' = 'UP' is not supported");
-    opcall noshift = { .op = "BitShift" };
-    expect_fail(&noshift, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_UINT8, 1, &s3, u8), tensor(REEL_DTYPE_UINT8, 1, &s3, u8) },
+    op_call noshift = { .op = "BitShift" };
+    expect_fail(&noshift, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_UINT8, 1, &s3, u8), op_tensor(REEL_DTYPE_UINT8, 1, &s3, u8) },
                 REEL_EINVAL, "attribute 'direction' is missing");
-    opcall left = { .op = "BitShift" };
-    attr_str(&left, "direction", "LEFT");
-    expect_fail(&left, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_INT32, 1, &s3, i32), tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
+    op_call left = { .op = "BitShift" };
+    op_attr_str(&left, "direction", "LEFT");
+    expect_fail(&left, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_INT32, 1, &s3, i32), op_tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
                 REEL_EUNSUPPORTED, "input type int32 is not supported");
 
-    opcall mod2 = { .op = "Mod" };
-    attr_int(&mod2, "fmod", 2);
-    expect_fail(&mod2, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_INT32, 1, &s3, i32), tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
+    op_call mod2 = { .op = "Mod" };
+    op_attr_int(&mod2, "fmod", 2);
+    expect_fail(&mod2, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_INT32, 1, &s3, i32), op_tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
                 REEL_EINVAL, "attribute 'fmod' = 2");
-    opcall modf = { .op = "Mod" };
-    expect_fail(&modf, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), tensor(REEL_DTYPE_FLOAT32, 1, &s3, f) },
+    op_call modf = { .op = "Mod" };
+    expect_fail(&modf, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f) },
                 REEL_EINVAL, "needs attribute 'fmod' = 1");
 
-    opcall and = { .op = "And" };
-    expect_fail(&and, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), tensor(REEL_DTYPE_FLOAT32, 1, &s3, f) },
+    op_call and = { .op = "And" };
+    expect_fail(&and, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f) },
                 REEL_EUNSUPPORTED, "input type float32 is not supported");
     // Opset 6's one-way broadcast from an axis.
-    opcall legacy = { .op = "Or" };
-    attr_int(&legacy, "broadcast", 1);
-    expect_fail(&legacy, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_BOOL, 1, &s3, u8), tensor(REEL_DTYPE_BOOL, 1, &s3, u8) },
+    op_call legacy = { .op = "Or" };
+    op_attr_int(&legacy, "broadcast", 1);
+    expect_fail(&legacy, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_BOOL, 1, &s3, u8), op_tensor(REEL_DTYPE_BOOL, 1, &s3, u8) },
                 REEL_EUNSUPPORTED, "attribute 'broadcast'");
-    opcall less = { .op = "Less" };
-    expect_fail(&less, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
+    op_call less = { .op = "Less" };
+    expect_fail(&less, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), op_tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
                 REEL_EINVAL, "input types differ (float32, int32)");
-    expect_fail(&less, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), tensor(REEL_DTYPE_FLOAT32, 1, &s2, f) },
+    expect_fail(&less, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), op_tensor(REEL_DTYPE_FLOAT32, 1, &s2, f) },
                 REEL_EINVAL, "cannot broadcast");
-    opcall not = { .op = "Not" };
-    expect_fail(&not, 1, (reel_tensor *[]){ tensor(REEL_DTYPE_UINT8, 1, &s3, u8) }, REEL_EUNSUPPORTED,
+    op_call not = { .op = "Not" };
+    expect_fail(&not, 1, (reel_tensor *[]){ op_tensor(REEL_DTYPE_UINT8, 1, &s3, u8) }, REEL_EUNSUPPORTED,
                 "input type uint8 is not supported");
 
-    opcall max = { .op = "Max" };
-    expect_fail(&max, 3, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), tensor(REEL_DTYPE_FLOAT32, 1, &s3, f),
-                                            tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
+    op_call max = { .op = "Max" };
+    expect_fail(&max, 3, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f), op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, f),
+                                            op_tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
                 REEL_EINVAL, "input 2 has type int32, input 0 has float32");
     expect_fail(&max, 0, NULL, REEL_EINVAL, "needs at least one input");
-    opcall sum = { .op = "Sum" };
-    expect_fail(&sum, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_INT32, 1, &s3, i32), tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
+    op_call sum = { .op = "Sum" };
+    expect_fail(&sum, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_INT32, 1, &s3, i32), op_tensor(REEL_DTYPE_INT32, 1, &s3, i32) },
                 REEL_EUNSUPPORTED, "input type int32 is not supported");
 }
 
@@ -175,9 +104,9 @@ static void variadic_broadcast(void **state)
     const float a[6] = { -1, 5, 2, 7, 0, -3 }, b[4] = { 1, -2, 6, 3 }, c = 2.5f;
     const char *ops[] = { "Max", "Min", "Mean" };
     for (int k = 0; k < 3; k++) {
-        opcall call_ = { .op = ops[k] };
-        reel_tensor *in[3] = { tensor(REEL_DTYPE_FLOAT32, 3, sa, a), tensor(REEL_DTYPE_FLOAT32, 2, sb, b),
-                               tensor(REEL_DTYPE_FLOAT32, 0, NULL, &c) };
+        op_call call_ = { .op = ops[k] };
+        reel_tensor *in[3] = { op_tensor(REEL_DTYPE_FLOAT32, 3, sa, a), op_tensor(REEL_DTYPE_FLOAT32, 2, sb, b),
+                               op_tensor(REEL_DTYPE_FLOAT32, 0, NULL, &c) };
         reel_tensor *out = expect_run(&call_, 3, in, REEL_DTYPE_FLOAT32, 3, so);
         const float *o = out->data;
         for (int i = 0; i < 2; i++)
@@ -199,19 +128,19 @@ static void variadic_edges(void **state)
     (void)state;
     const int64_t s3 = 3;
     const float a[3] = { 1, NAN, 3 }, b[3] = { NAN, 2, -1 };
-    opcall max = { .op = "Max" }, min = { .op = "Min" };
-    reel_tensor *out = expect_run(&max, 1, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, a) },
+    op_call max = { .op = "Max" }, min = { .op = "Min" };
+    reel_tensor *out = expect_run(&max, 1, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, a) },
                                   REEL_DTYPE_FLOAT32, 1, &s3);
     const float *o = out->data;
     assert_true(o[0] == 1 && isnan(o[1]) && o[2] == 3);
     reel_tensor_free(&out);
-    out = expect_run(&min, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, a), tensor(REEL_DTYPE_FLOAT32, 1, &s3, b) },
+    out = expect_run(&min, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, a), op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, b) },
                      REEL_DTYPE_FLOAT32, 1, &s3);
     o = out->data;
     assert_true(isnan(o[0]) && isnan(o[1]) && o[2] == -1);
     reel_tensor_free(&out);
     const int64_t x[3] = { INT64_MIN, 5, INT64_MAX }, y[3] = { 0, -7, INT64_MIN };
-    out = expect_run(&max, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_INT64, 1, &s3, x), tensor(REEL_DTYPE_INT64, 1, &s3, y) },
+    out = expect_run(&max, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_INT64, 1, &s3, x), op_tensor(REEL_DTYPE_INT64, 1, &s3, y) },
                      REEL_DTYPE_INT64, 1, &s3);
     const int64_t *oi = out->data;
     assert_true(oi[0] == 0 && oi[1] == 5 && oi[2] == INT64_MAX);
@@ -224,17 +153,17 @@ static void empty(void **state)
     (void)state;
     const int64_t se[] = { 0, 3 }, s3 = 3;
     const float b[3] = { 1, 2, 3 };
-    opcall sum = { .op = "Sum" };
-    reel_tensor *out = expect_run(&sum, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 2, se, NULL),
-                                                               tensor(REEL_DTYPE_FLOAT32, 1, &s3, b) },
+    op_call sum = { .op = "Sum" };
+    reel_tensor *out = expect_run(&sum, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 2, se, NULL),
+                                                               op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, b) },
                                   REEL_DTYPE_FLOAT32, 2, se);
     reel_tensor_free(&out);
-    opcall less = { .op = "Less" };
-    out = expect_run(&less, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, b), tensor(REEL_DTYPE_FLOAT32, 2, se, NULL) },
+    op_call less = { .op = "Less" };
+    out = expect_run(&less, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, b), op_tensor(REEL_DTYPE_FLOAT32, 2, se, NULL) },
                      REEL_DTYPE_BOOL, 2, se);
     reel_tensor_free(&out);
-    opcall not = { .op = "Not" };
-    out = expect_run(&not, 1, (reel_tensor *[]){ tensor(REEL_DTYPE_BOOL, 2, se, NULL) }, REEL_DTYPE_BOOL, 2, se);
+    op_call not = { .op = "Not" };
+    out = expect_run(&not, 1, (reel_tensor *[]){ op_tensor(REEL_DTYPE_BOOL, 2, se, NULL) }, REEL_DTYPE_BOOL, 2, se);
     reel_tensor_free(&out);
 }
 
@@ -248,10 +177,10 @@ static void mod_signs(void **state)
     // x[3..5] pair with y: INT32_MIN % -3, 5 % 3, -5 % 0.
     const int32_t floor_want[6] = { -2, 2, 0, -2, 2, 0 }, trunc_want[6] = { 1, -1, 0, -2, 2, 0 };
     for (int fm = 0; fm <= 1; fm++) {
-        opcall mod = { .op = "Mod" };
-        attr_int(&mod, "fmod", fm);
-        reel_tensor *out = expect_run(&mod, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_INT32, 2, sx, x),
-                                                                   tensor(REEL_DTYPE_INT32, 2, sy, y) },
+        op_call mod = { .op = "Mod" };
+        op_attr_int(&mod, "fmod", fm);
+        reel_tensor *out = expect_run(&mod, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_INT32, 2, sx, x),
+                                                                   op_tensor(REEL_DTYPE_INT32, 2, sy, y) },
                                       REEL_DTYPE_INT32, 2, sx);
         const int32_t *o = out->data, *want = fm ? trunc_want : floor_want;
         for (int i = 0; i < 6; i++)
@@ -261,18 +190,18 @@ static void mod_signs(void **state)
     }
     const int64_t s2 = 2;
     const int64_t mx[2] = { INT64_MIN, -9 }, my[2] = { -1, 4 };
-    opcall mod = { .op = "Mod" };
-    reel_tensor *out = expect_run(&mod, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_INT64, 1, &s2, mx),
-                                                               tensor(REEL_DTYPE_INT64, 1, &s2, my) },
+    op_call mod = { .op = "Mod" };
+    reel_tensor *out = expect_run(&mod, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_INT64, 1, &s2, mx),
+                                                               op_tensor(REEL_DTYPE_INT64, 1, &s2, my) },
                                   REEL_DTYPE_INT64, 1, &s2);
     const int64_t *o = out->data;
     assert_true(o[0] == 0 && o[1] == 3);
     reel_tensor_free(&out);
     // Floats: C's fmod, a zero divisor gives NaN.
     const float fx[2] = { -5.5f, 5.5f }, fy[2] = { 2, 0 };
-    opcall fmodc = { .op = "Mod" };
-    attr_int(&fmodc, "fmod", 1);
-    out = expect_run(&fmodc, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s2, fx), tensor(REEL_DTYPE_FLOAT32, 1, &s2, fy) },
+    op_call fmodc = { .op = "Mod" };
+    op_attr_int(&fmodc, "fmod", 1);
+    out = expect_run(&fmodc, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s2, fx), op_tensor(REEL_DTYPE_FLOAT32, 1, &s2, fy) },
                      REEL_DTYPE_FLOAT32, 1, &s2);
     const float *of = out->data;
     assert_true(of[0] == -1.5f && isnan(of[1]));
@@ -286,21 +215,21 @@ static void shifts(void **state)
     const int64_t s4 = 4;
     const uint8_t x[4] = { 0x81, 1, 0xff, 16 }, amount = 3;
     const uint16_t wx[4] = { 0xffff, 1, 0x8000, 3 }, wy[4] = { 16, 15, 15, 40 };
-    opcall left = { .op = "BitShift" }, right = { .op = "BitShift" };
-    attr_str(&left, "direction", "LEFT");
-    attr_str(&right, "direction", "RIGHT");
-    reel_tensor *out = expect_run(&left, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_UINT8, 1, &s4, x),
-                                                                tensor(REEL_DTYPE_UINT8, 0, NULL, &amount) },
+    op_call left = { .op = "BitShift" }, right = { .op = "BitShift" };
+    op_attr_str(&left, "direction", "LEFT");
+    op_attr_str(&right, "direction", "RIGHT");
+    reel_tensor *out = expect_run(&left, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_UINT8, 1, &s4, x),
+                                                                op_tensor(REEL_DTYPE_UINT8, 0, NULL, &amount) },
                                   REEL_DTYPE_UINT8, 1, &s4);
     const uint8_t *o = out->data;
     assert_true(o[0] == 0x08 && o[1] == 8 && o[2] == 0xf8 && o[3] == 128);
     reel_tensor_free(&out);
-    out = expect_run(&left, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_UINT16, 1, &s4, wx), tensor(REEL_DTYPE_UINT16, 1, &s4, wy) },
+    out = expect_run(&left, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_UINT16, 1, &s4, wx), op_tensor(REEL_DTYPE_UINT16, 1, &s4, wy) },
                      REEL_DTYPE_UINT16, 1, &s4);
     const uint16_t *ow = out->data;
     assert_true(ow[0] == 0 && ow[1] == 0x8000 && ow[2] == 0 && ow[3] == 0);
     reel_tensor_free(&out);
-    out = expect_run(&right, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_UINT16, 1, &s4, wx), tensor(REEL_DTYPE_UINT16, 1, &s4, wy) },
+    out = expect_run(&right, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_UINT16, 1, &s4, wx), op_tensor(REEL_DTYPE_UINT16, 1, &s4, wy) },
                      REEL_DTYPE_UINT16, 1, &s4);
     ow = out->data;
     assert_true(ow[0] == 0 && ow[1] == 0 && ow[2] == 1 && ow[3] == 0);
@@ -316,10 +245,10 @@ static void logic_broadcast(void **state)
     const int64_t ia[3] = { -1, 0, 2 }, ib[4] = { -1, 0, 1, 2 };
     const char *ops[] = { "And", "Or", "Xor", "Less", "LessOrEqual", "GreaterOrEqual" };
     for (int k = 0; k < 6; k++) {
-        opcall c = { .op = ops[k] };
+        op_call c = { .op = ops[k] };
         bool cmp = k >= 3;
-        reel_tensor *in[2] = { cmp ? tensor(REEL_DTYPE_INT64, 2, sa, ia) : tensor(REEL_DTYPE_BOOL, 2, sa, a),
-                               cmp ? tensor(REEL_DTYPE_INT64, 1, &sb, ib) : tensor(REEL_DTYPE_BOOL, 1, &sb, b) };
+        reel_tensor *in[2] = { cmp ? op_tensor(REEL_DTYPE_INT64, 2, sa, ia) : op_tensor(REEL_DTYPE_BOOL, 2, sa, a),
+                               cmp ? op_tensor(REEL_DTYPE_INT64, 1, &sb, ib) : op_tensor(REEL_DTYPE_BOOL, 1, &sb, b) };
         reel_tensor *out = expect_run(&c, 2, in, REEL_DTYPE_BOOL, 2, so);
         const uint8_t *o = out->data;
         for (int i = 0; i < 3; i++)
@@ -349,14 +278,14 @@ static void castlike(void **state)
     const float x[3] = { 2.9f, -2.9f, 1.0f + 1.0f / 2048 };
     const int32_t like_i = 0;
     const uint16_t like_h = 0;
-    opcall c = { .op = "CastLike" };
-    reel_tensor *out = expect_run(&c, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, x),
-                                                             tensor(REEL_DTYPE_INT32, 1, &s1, &like_i) },
+    op_call c = { .op = "CastLike" };
+    reel_tensor *out = expect_run(&c, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, x),
+                                                             op_tensor(REEL_DTYPE_INT32, 1, &s1, &like_i) },
                                   REEL_DTYPE_INT32, 1, &s3);
     const int32_t *o = out->data;
     assert_true(o[0] == 2 && o[1] == -2 && o[2] == 1);
     reel_tensor_free(&out);
-    out = expect_run(&c, 2, (reel_tensor *[]){ tensor(REEL_DTYPE_FLOAT32, 1, &s3, x), tensor(REEL_DTYPE_FLOAT16, 1, &s1, &like_h) },
+    out = expect_run(&c, 2, (reel_tensor *[]){ op_tensor(REEL_DTYPE_FLOAT32, 1, &s3, x), op_tensor(REEL_DTYPE_FLOAT16, 1, &s1, &like_h) },
                      REEL_DTYPE_FLOAT16, 1, &s3);
     const uint16_t *h = out->data;
     // 2.9 -> 0x41cd, -2.9 -> 0xc1cd, 1 + 2^-11 is a tie: to even, 1.0 = 0x3c00.
@@ -376,5 +305,5 @@ int main(void)
         cmocka_unit_test(logic_broadcast),
         cmocka_unit_test(castlike),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return op_run_tests(tests, .opset = 18);
 }

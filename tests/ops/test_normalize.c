@@ -11,105 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/cpu/workers.h"
-#include "models/op.h"
-
-#define MAX_IO 4
-
-static reel_workers *pool;
-
-static reel_tensor *random_tensor(int rank, const int64_t *shape, unsigned seed, float lo, float hi)
-{
-    reel_tensor *t = reel_tensor_new(REEL_DTYPE_FLOAT32, rank, shape);
-    float *d = t->data;
-    srand(seed);
-    for (size_t i = 0; i < t->nbytes / 4; i++)
-        d[i] = lo + (float)rand() / RAND_MAX * (hi - lo);
-    return t;
-}
-
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[6];
-    int n_attrs;
-    int opset;
-    int n_out;
-} opcall;
-
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_str(opcall *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
-
-// Infers and runs one node (inputs NULL: omitted; the graph frees them)
-// into out[0..c->n_out); returns infer's or run's code. Run twice, on the
-// calling thread and over two workers: the results must agree. *ms: the
-// time of the two-worker run.
-static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, double *ms)
-{
-    const reel_op *op = reel_op_find(c->op);
-    assert_non_null(op);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = c->opset ? c->opset : 18;
-    int inputs[MAX_IO], outputs[MAX_IO];
-    for (int i = 0; i < n_in; i++) {
-        inputs[i] = -1;
-        if (!in[i])
-            continue;
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-        v->constant = in[i];
-    }
-    for (int i = 0; i < c->n_out; i++) {
-        char name[8] = { 'y', (char)('0' + i) };
-        outputs[i] = reel_ir_add_value(g, name);
-    }
-    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
-                       .n_outputs = c->n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
-    GError *error = NULL;
-    int rc = op->infer(g, &n, &error);
-    g_clear_error(&error);
-    for (int threads = 1; !rc && threads <= 2; threads++) {
-        reel_tensor *o[MAX_IO];
-        for (int i = 0; i < c->n_out; i++) {
-            reel_ir_value *v = reel_ir_value_at(g, outputs[i]);
-            o[i] = reel_tensor_new(v->dtype, v->rank, v->dims);
-        }
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL };
-        ctx.scratch_size = op->scratch ? op->scratch(&n, in, o) : 0;
-        ctx.scratch = g_malloc0(ctx.scratch_size + 1);
-        gint64 t0 = g_get_monotonic_time();
-        rc = op->run(&n, in, o, &ctx);
-        if (ms)
-            *ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
-        g_free(ctx.scratch);
-        for (int i = 0; i < c->n_out; i++) {
-            if (threads == 1) {
-                out[i] = o[i];
-                continue;
-            }
-            const float *a = out[i]->data, *b = o[i]->data;
-            for (size_t k = 0; !rc && k < o[i]->nbytes / 4; k++)
-                if (a[k] != b[k])
-                    fail_msg("%s: output %d element %zu is %g on one thread, %g on two", c->op, i, k, a[k], b[k]);
-            reel_tensor_free(&o[i]);
-        }
-        if (rc && threads == 1)
-            for (int i = 0; i < c->n_out; i++)
-                reel_tensor_free(&out[i]);
-    }
-    reel_ir_graph_free(&g);
-    return rc;
-}
+#include "tests/ops/op_harness.h"
 
 static void expect_close(const reel_tensor *t, const double *want, int64_t count, double tol)
 {
@@ -147,30 +49,30 @@ static void groupnorm_forms(void **state)
     const int64_t xs[] = { 2, 6, 3, 5 }, N = 2, C = 6, P = 15, G = 3;
     for (int opset = 18; opset <= 21; opset += 3) {
         int64_t ns = opset >= 21 ? C : G;
-        reel_tensor *in[3] = { random_tensor(4, xs, 1, -3, 5), random_tensor(1, &ns, 2, 0.5f, 2),
-                               random_tensor(1, &ns, 3, -1, 1) };
+        reel_tensor *in[3] = { op_random(4, xs, 1, -3, 5), op_random(1, &ns, 2, 0.5f, 2),
+                               op_random(1, &ns, 3, -1, 1) };
         double *want = g_new(double, N * C * P);
         group_ref(in[0]->data, in[1]->data, in[2]->data, want, N, C, P, G, opset >= 21, 1e-5);
-        opcall c = { .op = "GroupNormalization", .opset = opset, .n_out = 1 };
-        attr_int(&c, "num_groups", G);
+        op_call c = { .op = "GroupNormalization", .opset = opset, .n_out = 1 };
+        op_attr_int(&c, "num_groups", G);
         reel_tensor *out[1];
-        assert_int_equal(call(&c, 3, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 3, in, out), 0);
         expect_close(out[0], want, N * C * P, 1e-5);
         reel_tensor_free(&out[0]);
         g_free(want);
         // The other form's scale length is refused.
         int64_t wrong = opset >= 21 ? G : C;
-        reel_tensor *bad[3] = { random_tensor(4, xs, 1, -3, 5), random_tensor(1, &wrong, 2, 0.5f, 2),
-                                random_tensor(1, &wrong, 3, -1, 1) };
-        assert_int_equal(call(&c, 3, bad, out, NULL), REEL_EINVAL);
+        reel_tensor *bad[3] = { op_random(4, xs, 1, -3, 5), op_random(1, &wrong, 2, 0.5f, 2),
+                                op_random(1, &wrong, 3, -1, 1) };
+        assert_int_equal(op_run(&c, 3, bad, out), REEL_EINVAL);
     }
-    opcall c = { .op = "GroupNormalization", .n_out = 1 };
-    attr_int(&c, "num_groups", 4); // does not divide 6
+    op_call c = { .op = "GroupNormalization", .n_out = 1 };
+    op_attr_int(&c, "num_groups", 4); // does not divide 6
     int64_t ns = 4;
-    reel_tensor *in[3] = { random_tensor(4, xs, 1, -3, 5), random_tensor(1, &ns, 2, 0.5f, 2),
-                           random_tensor(1, &ns, 3, -1, 1) };
+    reel_tensor *in[3] = { op_random(4, xs, 1, -3, 5), op_random(1, &ns, 2, 0.5f, 2),
+                           op_random(1, &ns, 3, -1, 1) };
     reel_tensor *out[1];
-    assert_int_equal(call(&c, 3, in, out, NULL), REEL_EINVAL);
+    assert_int_equal(op_run(&c, 3, in, out), REEL_EINVAL);
 }
 
 // LayerNormalization over the last two dims, Scale broadcast from (1, W),
@@ -180,7 +82,7 @@ static void layernorm_broadcast_stats(void **state)
 {
     (void)state;
     const int64_t xs[] = { 3, 4, 37 }, ss[] = { 1, 37 }, rows = 3, len = 4 * 37;
-    reel_tensor *in[2] = { random_tensor(3, xs, 4, 100, 101), random_tensor(2, ss, 5, -2, 2) };
+    reel_tensor *in[2] = { op_random(3, xs, 4, 100, 101), op_random(2, ss, 5, -2, 2) };
     const float *x = in[0]->data, *sc = in[1]->data;
     double *want = g_new(double, rows * len), mean[3], inv[3];
     for (int64_t r = 0; r < rows; r++) {
@@ -195,10 +97,10 @@ static void layernorm_broadcast_stats(void **state)
         for (int64_t i = 0; i < len; i++)
             want[r * len + i] = (x[r * len + i] - m) * inv[r] * sc[i % 37];
     }
-    opcall c = { .op = "LayerNormalization", .n_out = 3 };
-    attr_int(&c, "axis", -2);
+    op_call c = { .op = "LayerNormalization", .n_out = 3 };
+    op_attr_int(&c, "axis", -2);
     reel_tensor *out[3];
-    assert_int_equal(call(&c, 2, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 2, in, out), 0);
     expect_close(out[0], want, rows * len, 1e-3);
     assert_int_equal(out[1]->rank, 3);
     assert_int_equal(out[1]->shape[0], 3);
@@ -209,10 +111,10 @@ static void layernorm_broadcast_stats(void **state)
         reel_tensor_free(&out[i]);
     g_free(want);
 
-    opcall bad = { .op = "LayerNormalization", .n_out = 1 };
-    attr_int(&bad, "stash_type", 10); // float16
-    reel_tensor *in2[2] = { random_tensor(3, xs, 4, 0, 1), random_tensor(2, ss, 5, -2, 2) };
-    assert_int_equal(call(&bad, 2, in2, out, NULL), REEL_EUNSUPPORTED);
+    op_call bad = { .op = "LayerNormalization", .n_out = 1 };
+    op_attr_int(&bad, "stash_type", 10); // float16
+    reel_tensor *in2[2] = { op_random(3, xs, 4, 0, 1), op_random(2, ss, 5, -2, 2) };
+    assert_int_equal(op_run(&bad, 2, in2, out), REEL_EUNSUPPORTED);
 }
 
 // A transformer's LayerNormalization per frame (a 56x56 grid of 96
@@ -221,16 +123,15 @@ static void layernorm_timing(void **state)
 {
     (void)state;
     const int64_t xs[] = { 1, 3136, 96 }, ss[] = { 96 };
-    reel_tensor *in[3] = { random_tensor(3, xs, 6, -1, 1), random_tensor(1, ss, 7, 0, 1),
-                           random_tensor(1, ss, 8, 0, 1) };
-    opcall c = { .op = "LayerNormalization", .n_out = 1 };
+    reel_tensor *in[3] = { op_random(3, xs, 6, -1, 1), op_random(1, ss, 7, 0, 1),
+                           op_random(1, ss, 8, 0, 1) };
+    op_call c = { .op = "LayerNormalization", .n_out = 1 };
     reel_tensor *out[1];
     double best = INFINITY;
     for (int rep = 0; rep < 5; rep++) {
         reel_tensor *copy[3] = { reel_tensor_dup(in[0]), reel_tensor_dup(in[1]), reel_tensor_dup(in[2]) };
-        double ms;
-        assert_int_equal(call(&c, 3, copy, out, &ms), 0);
-        best = MIN(best, ms);
+        assert_int_equal(op_run(&c, 3, copy, out), 0);
+        best = MIN(best, op_run_ms(2));
         reel_tensor_free(&out[0]);
     }
     printf("LayerNormalization 1x3136x96 on two workers: %.3f ms (best of 5)\n", best);
@@ -258,40 +159,37 @@ static void nll_int32_and_errors(void **state)
     (void)state;
     const int64_t xs[] = { 2, 3, 2 }, ts[] = { 2, 2 }, ws = 3;
     const int64_t target[] = { 0, 2, 1, 1 }, out_of_range[] = { 0, 3, 1, 1 };
-    reel_tensor *in[3] = { random_tensor(3, xs, 9, -2, 0), int_tensor(REEL_DTYPE_INT32, 2, ts, target),
-                           random_tensor(1, &ws, 10, 0.5f, 1) };
+    reel_tensor *in[3] = { op_random(3, xs, 9, -2, 0), int_tensor(REEL_DTYPE_INT32, 2, ts, target),
+                           op_random(1, &ws, 10, 0.5f, 1) };
     const float *x = in[0]->data, *w = in[2]->data;
     // Target 2 at (0, 1) is ignored.
     double num = -x[0 * 2 + 0] * w[0] - x[(3 + 1) * 2 + 0] * w[1] - x[(3 + 1) * 2 + 1] * w[1];
     double want = num / (w[0] + 2 * w[1]);
-    opcall c = { .op = "NegativeLogLikelihoodLoss", .n_out = 1 };
-    attr_int(&c, "ignore_index", 2);
+    op_call c = { .op = "NegativeLogLikelihoodLoss", .n_out = 1 };
+    op_attr_int(&c, "ignore_index", 2);
     reel_tensor *out[1];
-    assert_int_equal(call(&c, 3, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 3, in, out), 0);
     assert_int_equal(out[0]->rank, 0);
     expect_close(out[0], &want, 1, 1e-6);
     reel_tensor_free(&out[0]);
 
-    reel_tensor *in2[2] = { random_tensor(3, xs, 9, -2, 0), int_tensor(REEL_DTYPE_INT64, 2, ts, out_of_range) };
-    opcall plain = { .op = "NegativeLogLikelihoodLoss", .n_out = 1 };
-    assert_int_equal(call(&plain, 2, in2, out, NULL), REEL_EINVAL);
+    reel_tensor *in2[2] = { op_random(3, xs, 9, -2, 0), int_tensor(REEL_DTYPE_INT64, 2, ts, out_of_range) };
+    op_call plain = { .op = "NegativeLogLikelihoodLoss", .n_out = 1 };
+    assert_int_equal(op_run(&plain, 2, in2, out), REEL_EINVAL);
 
-    reel_tensor *in3[2] = { random_tensor(3, xs, 9, -2, 0), int_tensor(REEL_DTYPE_INT64, 2, ts, target) };
-    opcall odd = { .op = "SoftmaxCrossEntropyLoss", .n_out = 1 };
-    attr_str(&odd, "reduction", "max");
-    assert_int_equal(call(&odd, 2, in3, out, NULL), REEL_EINVAL);
+    reel_tensor *in3[2] = { op_random(3, xs, 9, -2, 0), int_tensor(REEL_DTYPE_INT64, 2, ts, target) };
+    op_call odd = { .op = "SoftmaxCrossEntropyLoss", .n_out = 1 };
+    op_attr_str(&odd, "reduction", "max");
+    assert_int_equal(op_run(&odd, 2, in3, out), REEL_EINVAL);
 }
 
 int main(void)
 {
-    pool = reel_workers_create(2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(groupnorm_forms),
         cmocka_unit_test(layernorm_broadcast_stats),
         cmocka_unit_test(layernorm_timing),
         cmocka_unit_test(nll_int32_and_errors),
     };
-    int r = cmocka_run_group_tests(tests, NULL, NULL);
-    reel_workers_destroy(&pool);
-    return r;
+    return op_run_tests(tests, .opset = 18, .two_workers = true);
 }

@@ -15,16 +15,9 @@
 #include <cmocka.h>
 
 #include "models/cpu/qgemm.h"
-#include "models/cpu/workers.h"
-#include "models/op.h"
+#include "tests/ops/op_harness.h"
 
-#define MAX_IO 9
-
-static reel_workers *pool;
-// const_inputs the kernels are told (every input is a constant here): all
-// of them lets them keep packed weights in their state, none packs per run.
-static uint32_t const_inputs = ~0u;
-static GPtrArray *inputs_kept; // every input call() was given, freed at the end
+#define MAX_IO OP_MAX_IO
 
 // A tensor of dtype with elements drawn uniformly from [lo, hi] (integers
 // for the integer types).
@@ -70,102 +63,22 @@ static int64_t ival(const reel_tensor *t, int64_t i)
     return 0;
 }
 
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[6];
-    int n_attrs;
-    int opset;
-    int n_out;
-    const char *fused; // an activation the folding pass fused in (ir.h), with its min and max
-    float fused_a, fused_b;
-} opcall;
+typedef op_call opcall;
+#define attr_int op_attr_int
 
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
+// The counts before the values, as this file passes them.
 static void attr_ints(opcall *c, const char *name, int n, const int64_t *v)
 {
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = (int64_t *)v,
-                                             .n = n };
+    op_attr_ints(c, name, v, n);
 }
 
-static char last_error[512];
-
-// Infers and runs one node named 'n' (inputs NULL: omitted; kept until
-// the end, so references can read them afterwards) into out[0..c->n_out); returns infer's or run's code, infer's
-// message in last_error. Run on the calling thread and over two workers:
-// the results must be the same bytes. *ms: the two-worker run's time.
+// The harness's op_run (the inputs kept until the end, for the references);
+// *ms: the two-worker run's time.
 static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, double *ms)
 {
-    const reel_op *op = reel_op_find(c->op);
-    assert_non_null(op);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = c->opset ? c->opset : 19;
-    int inputs[MAX_IO], outputs[MAX_IO];
-    for (int i = 0; i < n_in; i++) {
-        inputs[i] = -1;
-        if (!in[i])
-            continue;
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-        v->constant = in[i];
-    }
-    for (int i = 0; i < c->n_out; i++) {
-        char name[8] = { 'y', (char)('0' + i) };
-        outputs[i] = reel_ir_add_value(g, name);
-    }
-    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
-                       .n_outputs = c->n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs,
-                       .fused = c->fused, .fused_a = c->fused_a, .fused_b = c->fused_b };
-    GError *error = NULL;
-    void *state = NULL;
-    int rc = op->infer(g, &n, &error);
-    snprintf(last_error, sizeof last_error, "%s", error ? error->message : "");
-    g_clear_error(&error);
-    for (int threads = 1; !rc && threads <= 2; threads++) {
-        reel_tensor *o[MAX_IO];
-        for (int i = 0; i < c->n_out; i++) {
-            reel_ir_value *v = reel_ir_value_at(g, outputs[i]);
-            o[i] = reel_tensor_new(v->dtype, v->rank, v->dims);
-            assert_non_null(o[i]);
-        }
-        // The state the first run makes is the second's (as a session shares it).
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL,
-                              .state = &state, .const_inputs = const_inputs };
-        ctx.scratch_size = op->scratch ? op->scratch(&n, in, o) : 0;
-        ctx.scratch = g_malloc0(ctx.scratch_size + 1);
-        gint64 t0 = g_get_monotonic_time();
-        rc = op->run(&n, in, o, &ctx);
-        if (ms)
-            *ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
-        g_free(ctx.scratch);
-        for (int i = 0; i < c->n_out; i++) {
-            if (threads == 1) {
-                out[i] = o[i];
-                continue;
-            }
-            if (!rc && memcmp(out[i]->data, o[i]->data, o[i]->nbytes))
-                fail_msg("%s: output %d differs on one thread and on two", c->op, i);
-            reel_tensor_free(&o[i]);
-        }
-        if (rc && threads == 1)
-            for (int i = 0; i < c->n_out; i++)
-                reel_tensor_free(&out[i]);
-    }
-    g_free(state);
-    for (int i = 0; i < n_in; i++)
-        if (in[i]) {
-            reel_ir_value_at(g, inputs[i])->constant = NULL;
-            if (!g_ptr_array_find(inputs_kept, in[i], NULL)) // the same inputs may go to several calls
-                g_ptr_array_add(inputs_kept, in[i]);
-        }
-    reel_ir_graph_free(&g);
+    int rc = op_run(c, n_in, in, out);
+    if (ms)
+        *ms = op_run_ms(2);
     return rc;
 }
 
@@ -174,8 +87,8 @@ static void expect_refusal(const opcall *c, int n_in, reel_tensor **in, int code
 {
     reel_tensor *out[MAX_IO];
     assert_int_equal(call(c, n_in, in, out, NULL), code);
-    if (!strstr(last_error, "node 'n'") || !strstr(last_error, what))
-        fail_msg("%s: message \"%s\" does not name the node and \"%s\"", c->op, last_error, what);
+    if (!strstr(op_message(), "node 'n'") || !strstr(op_message(), what))
+        fail_msg("%s: message \"%s\" does not name the node and \"%s\"", c->op, op_message(), what);
 }
 
 // A requantized value v (the double-precision product plus the zero point)
@@ -722,8 +635,9 @@ static void expect_isas_match(const opcall *c, int n_in, reel_tensor **in, const
             continue;
         for (int kept = 0; kept < 2; kept++) {
             qgemm_isa_force((qgemm_isa)isa);
-            const_inputs = kept ? ~0u : 0;
-            assert_int_equal(call(c, n_in, in, out, NULL), 0);
+            opcall ck = *c;
+            ck.keep_state = kept;
+            assert_int_equal(call(&ck, n_in, in, out, NULL), 0);
             assert_int_equal(out[0]->nbytes, ref[0]->nbytes);
             size_t es = out[0]->nbytes / MAX(1, (size_t)reel_tensor_count(out[0]->rank, out[0]->shape));
             for (size_t i = 0; i < out[0]->nbytes; i += es)
@@ -735,7 +649,6 @@ static void expect_isas_match(const opcall *c, int n_in, reel_tensor **in, const
         }
     }
     reel_tensor_free(&ref[0]);
-    const_inputs = ~0u;
     qgemm_isa_force(QGEMM_ISA_COUNT); // back to the process's choice
 }
 
@@ -900,8 +813,7 @@ static void qlinear_conv_timing(void **state)
 
 int main(void)
 {
-    pool = reel_workers_create(2);
-    inputs_kept = g_ptr_array_new();
+    op_harness_begin(&(op_harness_opts){ .opset = 19, .two_workers = true, .keep_inputs = true });
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(quantize_ties_saturation_axis),
         cmocka_unit_test(quantize_refusals),
@@ -917,11 +829,6 @@ int main(void)
         cmocka_unit_test(qlinear_conv_timing),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
-    reel_workers_destroy(&pool);
-    for (guint i = 0; i < inputs_kept->len; i++) {
-        reel_tensor *t = inputs_kept->pdata[i];
-        reel_tensor_free(&t);
-    }
-    g_ptr_array_free(inputs_kept, TRUE);
+    op_harness_end();
     return r;
 }

@@ -13,115 +13,26 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/op.h"
-
-#define MAX_IO 5
-
-static double last_run_ms; // call()'s run, for the timings
-
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[6];
-    int n_attrs;
-    int opset;
-    int n_out;
-} opcall;
-
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_str(opcall *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
-
-// A host tensor holding a copy of data (NULL data: zeros).
-static reel_tensor *tensor(reel_dtype dt, int rank, const int64_t *shape, const void *data)
-{
-    reel_tensor *t = reel_tensor_new(dt, rank, shape);
-    assert_non_null(t);
-    if (data && t->nbytes)
-        memcpy(t->data, data, t->nbytes);
-    return t;
-}
+#include "tests/ops/op_harness.h"
 
 static reel_tensor *f32(int rank, const int64_t *shape, const float *data)
 {
-    return tensor(REEL_DTYPE_FLOAT32, rank, shape, data);
+    return op_tensor(REEL_DTYPE_FLOAT32, rank, shape, data);
 }
 
 static reel_tensor *i64(int rank, const int64_t *shape, const int64_t *data)
 {
-    return tensor(REEL_DTYPE_INT64, rank, shape, data);
-}
-
-// Infers and runs one node whose inputs (NULL: omitted) are constants the
-// graph takes over, into out[0..c->n_out); returns infer's or run's code.
-// When infer fails and msg is not NULL, *msg is its message (g_free it).
-static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, char **msg)
-{
-    const reel_op *op = reel_op_find(c->op);
-    assert_non_null(op);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = c->opset ? c->opset : 18;
-    int inputs[MAX_IO], outputs[MAX_IO];
-    for (int i = 0; i < n_in; i++) {
-        inputs[i] = -1;
-        if (!in[i])
-            continue;
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-        v->constant = in[i];
-    }
-    for (int i = 0; i < c->n_out; i++) {
-        char name[8] = { 'y', (char)('0' + i) };
-        outputs[i] = reel_ir_add_value(g, name);
-        out[i] = NULL;
-    }
-    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
-                       .n_outputs = c->n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
-    GError *error = NULL;
-    int rc = op->infer(g, &n, &error);
-    if (rc && msg)
-        *msg = g_strdup(error ? error->message : "");
-    g_clear_error(&error);
-    if (!rc) {
-        for (int i = 0; i < c->n_out; i++) {
-            reel_ir_value *v = reel_ir_value_at(g, outputs[i]);
-            out[i] = reel_tensor_new(v->dtype, v->rank, v->dims);
-            assert_non_null(out[i]);
-        }
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = 1 };
-        ctx.scratch_size = op->scratch ? op->scratch(&n, in, out) : 0;
-        ctx.scratch = g_malloc0(ctx.scratch_size + 1);
-        gint64 t0 = g_get_monotonic_time();
-        rc = op->run(&n, in, out, &ctx);
-        last_run_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
-        g_free(ctx.scratch);
-        if (rc)
-            for (int i = 0; i < c->n_out; i++)
-                reel_tensor_free(&out[i]);
-    }
-    reel_ir_graph_free(&g);
-    return rc;
+    return op_tensor(REEL_DTYPE_INT64, rank, shape, data);
 }
 
 // Infer must fail with a message that names the node and contains `what`.
-static void expect_rejected(const opcall *c, int n_in, reel_tensor **in, const char *what)
+static void expect_rejected(const op_call *c, int n_in, reel_tensor **in, const char *what)
 {
-    reel_tensor *out[MAX_IO];
-    char *msg = NULL;
-    assert_int_not_equal(call(c, n_in, in, out, &msg), 0);
-    assert_non_null(msg);
+    reel_tensor *out[OP_MAX_IO];
+    assert_int_not_equal(op_run(c, n_in, in, out), 0);
+    const char *msg = op_message();
     if (!strstr(msg, "node 'n'") || !strstr(msg, c->op) || !strstr(msg, what))
         fail_msg("message \"%s\" does not name the node or \"%s\"", msg, what);
-    g_free(msg);
 }
 
 static void expect_shape(const reel_tensor *t, int rank, const int64_t *shape)
@@ -167,12 +78,12 @@ static void argmax_ties_nan_dtypes(void **state)
     const int64_t s[] = { 2, 4 };
     const int32_t xi[] = { 3, 7, 7, 1, -5, -5, -9, -5 };
     for (int last = 0; last <= 1; last++) {
-        opcall c = { .op = "ArgMax", .n_out = 1 };
-        attr_int(&c, "axis", -1);
-        attr_int(&c, "keepdims", 0);
-        attr_int(&c, "select_last_index", last);
-        reel_tensor *in[1] = { tensor(REEL_DTYPE_INT32, 2, s, xi) }, *out[1];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        op_call c = { .op = "ArgMax", .n_out = 1 };
+        op_attr_int(&c, "axis", -1);
+        op_attr_int(&c, "keepdims", 0);
+        op_attr_int(&c, "select_last_index", last);
+        reel_tensor *in[1] = { op_tensor(REEL_DTYPE_INT32, 2, s, xi) }, *out[1];
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         const int64_t want[2][2] = { { 1, 0 }, { 2, 3 } };
         expect_shape(out[0], 1, (const int64_t[]){ 2 });
         expect_i64(out[0], want[last], 2);
@@ -182,9 +93,9 @@ static void argmax_ties_nan_dtypes(void **state)
     const float xf[] = { 1, NAN, 5, 2, 3, -1 };
     const int64_t s2[] = { 2, 3 };
     for (int op = 0; op < 2; op++) {
-        opcall c = { .op = op ? "ArgMin" : "ArgMax", .n_out = 1 };
+        op_call c = { .op = op ? "ArgMin" : "ArgMax", .n_out = 1 };
         reel_tensor *in[1] = { f32(2, s2, xf) }, *out[1];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         const int64_t want[2][3] = { { 1, 0, 0 }, { 0, 0, 1 } };
         expect_shape(out[0], 2, (const int64_t[]){ 1, 3 });
         expect_i64(out[0], want[op], 3);
@@ -192,21 +103,21 @@ static void argmax_ties_nan_dtypes(void **state)
     }
     // An empty outer dim: an empty output of the right shape.
     {
-        opcall c = { .op = "ArgMin", .n_out = 1 };
-        attr_int(&c, "axis", 1);
+        op_call c = { .op = "ArgMin", .n_out = 1 };
+        op_attr_int(&c, "axis", 1);
         reel_tensor *in[1] = { f32(2, (const int64_t[]){ 0, 3 }, NULL) }, *out[1];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         expect_shape(out[0], 2, (const int64_t[]){ 0, 1 });
         free_all(out, 1);
     }
     // Rejections: a bool input, an axis out of range, an empty reduced axis.
-    opcall c = { .op = "ArgMax", .n_out = 1 };
-    reel_tensor *in[1] = { tensor(REEL_DTYPE_BOOL, 2, s, NULL) };
+    op_call c = { .op = "ArgMax", .n_out = 1 };
+    reel_tensor *in[1] = { op_tensor(REEL_DTYPE_BOOL, 2, s, NULL) };
     expect_rejected(&c, 1, in, "input type bool is not supported");
-    attr_int(&c, "axis", 2);
+    op_attr_int(&c, "axis", 2);
     in[0] = f32(2, s, NULL);
     expect_rejected(&c, 1, in, "axis 2 is out of range");
-    opcall e = { .op = "ArgMax", .n_out = 1 };
+    op_call e = { .op = "ArgMax", .n_out = 1 };
     in[0] = f32(2, (const int64_t[]){ 0, 3 }, NULL);
     expect_rejected(&e, 1, in, "empty");
 }
@@ -218,32 +129,32 @@ static void topk_ties_and_forms(void **state)
     const int64_t s[] = { 6 }, x[] = { 4, 9, 4, 9, 1, 4 };
     const int64_t want_v[2][3] = { { 1, 4, 4 }, { 9, 9, 4 } }, want_i[2][3] = { { 4, 0, 2 }, { 1, 3, 0 } };
     for (int largest = 0; largest <= 1; largest++) {
-        opcall c = { .op = "TopK", .n_out = 2 };
-        attr_int(&c, "largest", largest);
+        op_call c = { .op = "TopK", .n_out = 2 };
+        op_attr_int(&c, "largest", largest);
         reel_tensor *in[2] = { i64(1, s, x), i64(1, (const int64_t[]){ 1 }, (const int64_t[]){ 3 }) }, *out[2];
-        assert_int_equal(call(&c, 2, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 2, in, out), 0);
         expect_i64(out[0], want_v[largest], 3);
         expect_i64(out[1], want_i[largest], 3);
         free_all(out, 2);
     }
     // Opset 1: k is an attribute; along axis 0 of a (3, 2) input.
     {
-        opcall c = { .op = "TopK", .opset = 1, .n_out = 2 };
-        attr_int(&c, "k", 2);
-        attr_int(&c, "axis", 0);
+        op_call c = { .op = "TopK", .opset = 1, .n_out = 2 };
+        op_attr_int(&c, "k", 2);
+        op_attr_int(&c, "axis", 0);
         const float xf[] = { 1, 6, 5, 2, 3, 6 };
         reel_tensor *in[1] = { f32(2, (const int64_t[]){ 3, 2 }, xf) }, *out[2];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         expect_shape(out[0], 2, (const int64_t[]){ 2, 2 });
         expect_f32(out[0], (const float[]){ 5, 6, 3, 6 }, 4);
         expect_i64(out[1], (const int64_t[]){ 1, 0, 2, 2 }, 4);
         free_all(out, 2);
     }
     // K larger than the axis; a uint8 input.
-    opcall c = { .op = "TopK", .n_out = 2 };
+    op_call c = { .op = "TopK", .n_out = 2 };
     reel_tensor *in[2] = { i64(1, s, x), i64(1, (const int64_t[]){ 1 }, (const int64_t[]){ 7 }) };
     expect_rejected(&c, 2, in, "larger than the axis");
-    in[0] = tensor(REEL_DTYPE_UINT8, 1, s, NULL);
+    in[0] = op_tensor(REEL_DTYPE_UINT8, 1, s, NULL);
     in[1] = i64(1, (const int64_t[]){ 1 }, (const int64_t[]){ 1 });
     expect_rejected(&c, 2, in, "input type uint8 is not supported");
 }
@@ -282,11 +193,11 @@ static void topk_heap_against_naive(void **state)
             want_v[r] = x[b];
             want_i[r] = b;
         }
-        opcall c = { .op = "TopK", .n_out = 2 };
-        attr_int(&c, "largest", largest);
+        op_call c = { .op = "TopK", .n_out = 2 };
+        op_attr_int(&c, "largest", largest);
         const int64_t k = K, s[] = { DIM };
         reel_tensor *in[2] = { f32(1, s, x), i64(1, (const int64_t[]){ 1 }, &k) }, *out[2];
-        assert_int_equal(call(&c, 2, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 2, in, out), 0);
         expect_f32(out[0], want_v, K);
         expect_i64(out[1], want_i, K);
         free_all(out, 2);
@@ -302,15 +213,15 @@ static void hardmax_both_forms(void **state)
     const float x[] = { 1, 5, 3, 2, 7, 7, 0, 9 };
     const float want11[] = { 0, 1, 0, 0, 0, 0, 0, 1 }, want13[] = { 0, 1, 1, 0, 1, 0, 0, 1 };
     for (int opset = 11; opset <= 13; opset += 2) {
-        opcall c = { .op = "Hardmax", .opset = opset, .n_out = 1 };
-        attr_int(&c, "axis", 1);
+        op_call c = { .op = "Hardmax", .opset = opset, .n_out = 1 };
+        op_attr_int(&c, "axis", 1);
         reel_tensor *in[1] = { f32(3, s, x) }, *out[1];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         expect_f32(out[0], opset == 11 ? want11 : want13, 8);
         free_all(out, 1);
     }
-    opcall c = { .op = "Hardmax", .n_out = 1 };
-    reel_tensor *in[1] = { tensor(REEL_DTYPE_INT32, 3, s, NULL) };
+    op_call c = { .op = "Hardmax", .n_out = 1 };
+    reel_tensor *in[1] = { op_tensor(REEL_DTYPE_INT32, 3, s, NULL) };
     expect_rejected(&c, 1, in, "input type int32 is not supported");
 }
 
@@ -319,18 +230,18 @@ static void cumsum_axis_and_errors(void **state)
     (void)state;
     // int32 along axis -2 of (3, 2), exclusive and reversed.
     const int32_t x[] = { 1, 2, 3, 4, 5, 6 };
-    opcall c = { .op = "CumSum", .n_out = 1 };
-    attr_int(&c, "exclusive", 1);
-    attr_int(&c, "reverse", 1);
-    reel_tensor *in[2] = { tensor(REEL_DTYPE_INT32, 2, (const int64_t[]){ 3, 2 }, x),
-                           tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ -2 }) },
+    op_call c = { .op = "CumSum", .n_out = 1 };
+    op_attr_int(&c, "exclusive", 1);
+    op_attr_int(&c, "reverse", 1);
+    reel_tensor *in[2] = { op_tensor(REEL_DTYPE_INT32, 2, (const int64_t[]){ 3, 2 }, x),
+                           op_tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ -2 }) },
                 *out[1];
-    assert_int_equal(call(&c, 2, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 2, in, out), 0);
     const int32_t want[] = { 8, 10, 5, 6, 0, 0 };
     assert_memory_equal(out[0]->data, want, sizeof want);
     free_all(out, 1);
-    in[0] = tensor(REEL_DTYPE_INT32, 2, (const int64_t[]){ 3, 2 }, x);
-    in[1] = tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 2 });
+    in[0] = op_tensor(REEL_DTYPE_INT32, 2, (const int64_t[]){ 3, 2 }, x);
+    in[1] = op_tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 2 });
     expect_rejected(&c, 2, in, "axis is not one value in range");
 }
 
@@ -342,24 +253,24 @@ static void nms_constant_inputs(void **state)
     // 0); class 1 keeps 1 (0 overlaps it, 2's score is under 0.25).
     const float boxes[] = { 0, 0, 2, 2, 0.25f, 0, 2, 2, 10, 10, 1, 1 };
     const float scores[] = { 0.9f, 0.8f, 0.7f, 0.3f, 0.95f, 0.2f };
-    opcall c = { .op = "NonMaxSuppression", .n_out = 1 };
-    attr_int(&c, "center_point_box", 1);
+    op_call c = { .op = "NonMaxSuppression", .n_out = 1 };
+    op_attr_int(&c, "center_point_box", 1);
     reel_tensor *in[5] = { f32(3, (const int64_t[]){ 1, 3, 4 }, boxes), f32(3, (const int64_t[]){ 1, 2, 3 }, scores),
                            i64(1, (const int64_t[]){ 1 }, (const int64_t[]){ 5 }),
                            f32(1, (const int64_t[]){ 1 }, (const float[]){ 0.5f }),
                            f32(1, (const int64_t[]){ 1 }, (const float[]){ 0.25f }) },
                 *out[1];
-    assert_int_equal(call(&c, 5, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 5, in, out), 0);
     expect_shape(out[0], 2, (const int64_t[]){ 3, 3 });
     expect_i64(out[0], (const int64_t[]){ 0, 0, 0, 0, 0, 2, 0, 1, 1 }, 9);
     free_all(out, 1);
     // Without max_output_boxes_per_class nothing is selected.
     reel_tensor *in2[2] = { f32(3, (const int64_t[]){ 1, 3, 4 }, boxes), f32(3, (const int64_t[]){ 1, 2, 3 }, scores) };
-    opcall d = { .op = "NonMaxSuppression", .n_out = 1 };
-    assert_int_equal(call(&d, 2, in2, out, NULL), 0);
+    op_call d = { .op = "NonMaxSuppression", .n_out = 1 };
+    assert_int_equal(op_run(&d, 2, in2, out), 0);
     expect_shape(out[0], 2, (const int64_t[]){ 0, 3 });
     free_all(out, 1);
-    attr_int(&d, "center_point_box", 2);
+    op_attr_int(&d, "center_point_box", 2);
     in2[0] = f32(3, (const int64_t[]){ 1, 3, 4 }, boxes);
     in2[1] = f32(3, (const int64_t[]){ 1, 2, 3 }, scores);
     expect_rejected(&d, 2, in2, "attribute 'center_point_box' = 2 is not supported");
@@ -376,40 +287,40 @@ static void scatter_reductions_and_range(void **state)
     const float upd[] = { 5, -1, 0, 9 };
     const float want[2][4] = { { 1, 5, 3, 9 }, { 1, -1, 0, 4 } };
     for (int k = 0; k < 2; k++) {
-        opcall c = { .op = "ScatterElements", .n_out = 1 };
-        attr_int(&c, "axis", -1);
-        attr_str(&c, "reduction", k ? "min" : "max");
+        op_call c = { .op = "ScatterElements", .n_out = 1 };
+        op_attr_int(&c, "axis", -1);
+        op_attr_str(&c, "reduction", k ? "min" : "max");
         const int64_t s[] = { 2, 2 };
         reel_tensor *in[3] = { f32(2, s, data), i64(2, s, idx), f32(2, s, upd) }, *out[1];
-        assert_int_equal(call(&c, 3, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 3, in, out), 0);
         expect_f32(out[0], want[k], 4);
         free_all(out, 1);
     }
     // An index out of range fails the run and writes nothing out of bounds.
     {
-        opcall c = { .op = "GatherElements", .n_out = 1 };
+        op_call c = { .op = "GatherElements", .n_out = 1 };
         const int64_t s[] = { 2, 2 };
         reel_tensor *in[2] = { f32(2, s, data), i64(2, s, (const int64_t[]){ 0, 1, -3, 0 }) }, *out[1];
-        assert_int_equal(call(&c, 2, in, out, NULL), REEL_EINVAL);
+        assert_int_equal(op_run(&c, 2, in, out), REEL_EINVAL);
     }
     {
-        opcall c = { .op = "ScatterND", .n_out = 1 };
+        op_call c = { .op = "ScatterND", .n_out = 1 };
         reel_tensor *in[3] = { f32(1, (const int64_t[]){ 4 }, data), i64(2, (const int64_t[]){ 1, 1 }, (const int64_t[]){ 4 }),
                                f32(1, (const int64_t[]){ 1 }, upd) },
                     *out[1];
-        assert_int_equal(call(&c, 3, in, out, NULL), REEL_EINVAL);
+        assert_int_equal(op_run(&c, 3, in, out), REEL_EINVAL);
     }
     // Rejected: an unknown reduction, a reduction on bool data.
-    opcall c = { .op = "ScatterND", .n_out = 1 };
-    attr_str(&c, "reduction", "foo");
+    op_call c = { .op = "ScatterND", .n_out = 1 };
+    op_attr_str(&c, "reduction", "foo");
     reel_tensor *in[3] = { f32(1, (const int64_t[]){ 4 }, data), i64(2, (const int64_t[]){ 1, 1 }, (const int64_t[]){ 0 }),
                            f32(1, (const int64_t[]){ 1 }, upd) };
     expect_rejected(&c, 3, in, "attribute 'reduction' = 'foo' is not supported");
-    opcall b = { .op = "ScatterElements", .n_out = 1 };
-    attr_str(&b, "reduction", "add");
-    in[0] = tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 4 }, NULL);
+    op_call b = { .op = "ScatterElements", .n_out = 1 };
+    op_attr_str(&b, "reduction", "add");
+    in[0] = op_tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 4 }, NULL);
     in[1] = i64(1, (const int64_t[]){ 1 }, (const int64_t[]){ 0 });
-    in[2] = tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 1 }, NULL);
+    in[2] = op_tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 1 }, NULL);
     expect_rejected(&b, 3, in, "reduction 'add' on bool data is not supported");
 }
 
@@ -420,18 +331,18 @@ static void gather_nd_batch_and_slices(void **state)
     float data[12];
     for (int i = 0; i < 12; i++)
         data[i] = (float)i;
-    opcall c = { .op = "GatherND", .n_out = 1 };
-    attr_int(&c, "batch_dims", 1);
+    op_call c = { .op = "GatherND", .n_out = 1 };
+    op_attr_int(&c, "batch_dims", 1);
     reel_tensor *in[2] = { f32(3, (const int64_t[]){ 2, 2, 3 }, data),
                            i64(3, (const int64_t[]){ 2, 1, 1 }, (const int64_t[]){ -1, 0 }) },
                 *out[1];
-    assert_int_equal(call(&c, 2, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 2, in, out), 0);
     expect_shape(out[0], 3, (const int64_t[]){ 2, 1, 3 });
     expect_f32(out[0], (const float[]){ 3, 4, 5, 6, 7, 8 }, 6);
     free_all(out, 1);
-    opcall d = { .op = "GatherND", .n_out = 1 };
+    op_call d = { .op = "GatherND", .n_out = 1 };
     in[0] = f32(3, (const int64_t[]){ 2, 2, 3 }, data);
-    in[1] = tensor(REEL_DTYPE_FLOAT32, 2, (const int64_t[]){ 1, 1 }, NULL);
+    in[1] = op_tensor(REEL_DTYPE_FLOAT32, 2, (const int64_t[]){ 1, 1 }, NULL);
     expect_rejected(&d, 2, in, "indices type float32 is not supported");
 }
 
@@ -439,26 +350,26 @@ static void onehot_out_of_range(void **state)
 {
     (void)state;
     // Index 3 is outside [-3, 3): its column stays all off; -1 is the last.
-    opcall c = { .op = "OneHot", .n_out = 1 };
-    attr_int(&c, "axis", 0);
+    op_call c = { .op = "OneHot", .n_out = 1 };
+    op_attr_int(&c, "axis", 0);
     reel_tensor *in[3] = { i64(1, (const int64_t[]){ 3 }, (const int64_t[]){ 0, 3, -1 }),
-                           tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 }),
+                           op_tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 }),
                            f32(1, (const int64_t[]){ 2 }, (const float[]){ -1, 2 }) },
                 *out[1];
-    assert_int_equal(call(&c, 3, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 3, in, out), 0);
     expect_shape(out[0], 2, (const int64_t[]){ 3, 3 });
     expect_f32(out[0], (const float[]){ 2, -1, -1, -1, -1, -1, -1, -1, 2 }, 9);
     free_all(out, 1);
     // Before opset 11 a negative index is out of range too.
     c.opset = 10;
     in[0] = i64(1, (const int64_t[]){ 3 }, (const int64_t[]){ 0, 3, -1 });
-    in[1] = tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 });
+    in[1] = op_tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 });
     in[2] = f32(1, (const int64_t[]){ 2 }, (const float[]){ -1, 2 });
-    assert_int_equal(call(&c, 3, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 3, in, out), 0);
     expect_f32(out[0], (const float[]){ 2, -1, -1, -1, -1, -1, -1, -1, -1 }, 9);
     free_all(out, 1);
     in[0] = i64(1, (const int64_t[]){ 3 }, (const int64_t[]){ 0, 1, 2 });
-    in[1] = tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 });
+    in[1] = op_tensor(REEL_DTYPE_INT32, 0, NULL, (const int32_t[]){ 3 });
     in[2] = f32(1, (const int64_t[]){ 3 }, NULL);
     expect_rejected(&c, 3, in, "two elements");
 }
@@ -468,35 +379,35 @@ static void data_shaped_ops(void **state)
     (void)state;
     // NonZero of an int32 (2, 3): coordinates in row-major order.
     {
-        opcall c = { .op = "NonZero", .n_out = 1 };
-        reel_tensor *in[1] = { tensor(REEL_DTYPE_INT32, 2, (const int64_t[]){ 2, 3 },
+        op_call c = { .op = "NonZero", .n_out = 1 };
+        reel_tensor *in[1] = { op_tensor(REEL_DTYPE_INT32, 2, (const int64_t[]){ 2, 3 },
                                       (const int32_t[]){ 0, 4, 0, -2, 0, 1 }) },
                     *out[1];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         expect_shape(out[0], 2, (const int64_t[]){ 2, 3 });
         expect_i64(out[0], (const int64_t[]){ 0, 1, 1, 1, 0, 2 }, 6);
         free_all(out, 1);
     }
     // Compress along axis -1 with a shorter condition.
     {
-        opcall c = { .op = "Compress", .n_out = 1 };
-        attr_int(&c, "axis", -1);
+        op_call c = { .op = "Compress", .n_out = 1 };
+        op_attr_int(&c, "axis", -1);
         const uint8_t cond[] = { 1, 0 };
         reel_tensor *in[2] = { f32(2, (const int64_t[]){ 2, 3 }, (const float[]){ 1, 2, 3, 4, 5, 6 }),
-                               tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 2 }, cond) },
+                               op_tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 2 }, cond) },
                     *out[1];
-        assert_int_equal(call(&c, 2, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 2, in, out), 0);
         expect_shape(out[0], 2, (const int64_t[]){ 2, 1 });
         expect_f32(out[0], (const float[]){ 1, 4 }, 2);
         free_all(out, 1);
     }
     // Unique, unsorted, along axis 1: columns in order of first occurrence.
     {
-        opcall c = { .op = "Unique", .n_out = 4 };
-        attr_int(&c, "axis", 1);
-        attr_int(&c, "sorted", 0);
+        op_call c = { .op = "Unique", .n_out = 4 };
+        op_attr_int(&c, "axis", 1);
+        op_attr_int(&c, "sorted", 0);
         reel_tensor *in[1] = { f32(2, (const int64_t[]){ 2, 4 }, (const float[]){ 3, 1, 3, 1, 0, 2, 0, 5 }) }, *out[4];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         expect_shape(out[0], 2, (const int64_t[]){ 2, 3 });
         expect_f32(out[0], (const float[]){ 3, 1, 1, 0, 2, 5 }, 6);
         expect_i64(out[1], (const int64_t[]){ 0, 1, 3 }, 3);
@@ -506,14 +417,14 @@ static void data_shaped_ops(void **state)
     }
     // An empty input: nothing unique.
     {
-        opcall c = { .op = "Unique", .n_out = 1 };
+        op_call c = { .op = "Unique", .n_out = 1 };
         reel_tensor *in[1] = { f32(1, (const int64_t[]){ 0 }, NULL) }, *out[1];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
         expect_shape(out[0], 1, (const int64_t[]){ 0 });
         free_all(out, 1);
     }
-    opcall c = { .op = "Compress", .n_out = 1 };
-    reel_tensor *in[2] = { f32(1, (const int64_t[]){ 2 }, NULL), tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 3 }, NULL) };
+    op_call c = { .op = "Compress", .n_out = 1 };
+    reel_tensor *in[2] = { f32(1, (const int64_t[]){ 2 }, NULL), op_tensor(REEL_DTYPE_BOOL, 1, (const int64_t[]){ 3 }, NULL) };
     expect_rejected(&c, 2, in, "longer than the axis");
 }
 
@@ -531,11 +442,11 @@ static void timings(void **state)
         v[i] = (float)rand_r(&seed) / (float)RAND_MAX;
     double best = INFINITY;
     for (int rep = 0; rep < 5; rep++) {
-        opcall c = { .op = "ArgMax", .n_out = 1 };
-        attr_int(&c, "axis", 1);
+        op_call c = { .op = "ArgMax", .n_out = 1 };
+        op_attr_int(&c, "axis", 1);
         reel_tensor *in[1] = { reel_tensor_dup(x) }, *out[1];
-        assert_int_equal(call(&c, 1, in, out, NULL), 0);
-        best = MIN(best, last_run_ms);
+        assert_int_equal(op_run(&c, 1, in, out), 0);
+        best = MIN(best, op_run_ms(1));
         free_all(out, 1);
     }
     printf("ArgMax 1x21x512x512 axis 1: %.3f ms (best of 5)\n", best);
@@ -549,10 +460,10 @@ static void timings(void **state)
             v[i] = (float)rand_r(&seed) / (float)RAND_MAX;
         best = INFINITY;
         for (int rep = 0; rep < 5; rep++) {
-            opcall c = { .op = "TopK", .n_out = 2 };
+            op_call c = { .op = "TopK", .n_out = 2 };
             reel_tensor *in[2] = { reel_tensor_dup(x), i64(1, (const int64_t[]){ 1 }, &topk[t][1]) }, *out[2];
-            assert_int_equal(call(&c, 2, in, out, NULL), 0);
-            best = MIN(best, last_run_ms);
+            assert_int_equal(op_run(&c, 2, in, out), 0);
+            best = MIN(best, op_run_ms(1));
             free_all(out, 2);
         }
         printf("TopK %" G_GINT64_FORMAT " of 1x%" G_GINT64_FORMAT ": %.3f ms (best of 5)\n", topk[t][1], topk[t][0],
@@ -571,5 +482,5 @@ int main(void)
         cmocka_unit_test(gather_nd_batch_and_slices),  cmocka_unit_test(onehot_out_of_range),
         cmocka_unit_test(data_shaped_ops),             cmocka_unit_test(timings),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return op_run_tests(tests, .opset = 18);
 }

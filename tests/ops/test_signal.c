@@ -12,81 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/op.h"
-
-#define MAX_IO 4
-
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[10];
-    int n_attrs;
-    int opset;
-} opcall;
-
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_str(opcall *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
-
-static void attr_ints(opcall *c, const char *name, int64_t *v, int count)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INTS, .ints = v, .n = count };
-}
-
-static void attr_floats(opcall *c, const char *name, float *v, int count)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_FLOATS, .floats = v, .n = count };
-}
-
-// Infers and runs one node with one output (inputs: constants, NULL for
-// omitted ones; the graph frees them). Returns infer's or run's code; infer's
-// message in *msg (g_free it) when it fails.
-static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, char **msg)
-{
-    const reel_op *op = reel_op_find(c->op);
-    assert_non_null(op);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = c->opset ? c->opset : 17;
-    int inputs[MAX_IO], outputs[1];
-    for (int i = 0; i < n_in; i++) {
-        inputs[i] = -1;
-        if (!in[i])
-            continue;
-        char name[8] = { 'x', (char)('0' + i) };
-        inputs[i] = reel_ir_add_value(g, name);
-        reel_ir_value *v = reel_ir_value_at(g, inputs[i]);
-        v->dtype = in[i]->dtype;
-        v->rank = in[i]->rank;
-        memcpy(v->dims, in[i]->shape, sizeof v->dims);
-        v->constant = in[i];
-    }
-    outputs[0] = reel_ir_add_value(g, "y");
-    reel_ir_node n = { .name = "sig", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
-                       .n_outputs = 1, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
-    GError *error = NULL;
-    int rc = op->infer(g, &n, &error);
-    if (rc && msg)
-        *msg = g_strdup(error->message);
-    g_clear_error(&error);
-    if (!rc) {
-        reel_ir_value *v = reel_ir_value_at(g, outputs[0]);
-        out[0] = reel_tensor_new(v->dtype, v->rank, v->dims);
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = 1 };
-        ctx.scratch_size = op->scratch ? op->scratch(&n, in, out) : 0;
-        ctx.scratch = g_malloc0(ctx.scratch_size + 1);
-        rc = op->run(&n, in, out, &ctx);
-        g_free(ctx.scratch);
-        if (rc)
-            reel_tensor_free(&out[0]);
-    }
-    reel_ir_graph_free(&g);
-    return rc;
-}
+#include "tests/ops/op_harness.h"
 
 static reel_tensor *int_scalar(reel_dtype dt, int64_t v)
 {
@@ -99,15 +25,13 @@ static reel_tensor *int_scalar(reel_dtype dt, int64_t v)
 }
 
 // Expects infer to fail with code and a message naming the node and `what`.
-static void expect_refused(const opcall *c, int n_in, reel_tensor **in, int code, const char *what)
+static void expect_refused(const op_call *c, int n_in, reel_tensor **in, int code, const char *what)
 {
     reel_tensor *out[1] = { NULL };
-    char *msg = NULL;
-    assert_int_equal(call(c, n_in, in, out, &msg), code);
-    assert_non_null(msg);
+    assert_int_equal(op_run(c, n_in, in, out), code);
+    const char *msg = op_message();
     if (!strstr(msg, "node 'sig'") || !strstr(msg, what))
         fail_msg("message '%s' does not name the node and '%s'", msg, what);
-    g_free(msg);
 }
 
 // Opset 20: axis -2 as an input of a [2, 5, 3, 1] real signal, dft_length 6
@@ -122,9 +46,9 @@ static void dft_opset20_inputs(void **state)
         xd[i] = (float)((i * 7) % 11) - 5.0f;
     memcpy(x->data, xd, sizeof xd);
     reel_tensor *in[3] = { x, int_scalar(REEL_DTYPE_INT64, 6), int_scalar(REEL_DTYPE_INT64, -3) };
-    opcall c = { .op = "DFT", .opset = 20 };
+    op_call c = { .op = "DFT", .opset = 20 };
     reel_tensor *out[1];
-    assert_int_equal(call(&c, 3, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 3, in, out), 0);
     assert_int_equal(out[0]->rank, 4);
     assert_int_equal(out[0]->shape[1], 6);
     assert_int_equal(out[0]->shape[2], 3);
@@ -157,12 +81,12 @@ static void dft_roundtrip(void **state)
     reel_tensor *keep = reel_tensor_new(REEL_DTYPE_FLOAT32, 3, xs);
     memcpy(keep->data, xd, x->nbytes);
     reel_tensor *in[1] = { x }, *spec[1];
-    opcall fwd = { .op = "DFT" };
-    assert_int_equal(call(&fwd, 1, in, spec, NULL), 0);
+    op_call fwd = { .op = "DFT" };
+    assert_int_equal(op_run(&fwd, 1, in, spec), 0);
     reel_tensor *in2[1] = { spec[0] }, *back[1];
-    opcall inv = { .op = "DFT" };
-    attr_int(&inv, "inverse", 1);
-    assert_int_equal(call(&inv, 1, in2, back, NULL), 0);
+    op_call inv = { .op = "DFT" };
+    op_attr_int(&inv, "inverse", 1);
+    assert_int_equal(op_run(&inv, 1, in2, back), 0);
     const float *b = back[0]->data, *k = keep->data;
     for (int i = 0; i < 8; i++) {
         assert_true(fabs(b[2 * i] - k[i]) < 1e-5);
@@ -175,9 +99,9 @@ static void dft_roundtrip(void **state)
     memset(x2->data, 0, x2->nbytes);
     ((float *)x2->data)[0] = 1.0f; // an impulse: a flat spectrum
     reel_tensor *in3[1] = { x2 }, *half[1];
-    opcall one = { .op = "DFT" };
-    attr_int(&one, "onesided", 1);
-    assert_int_equal(call(&one, 1, in3, half, NULL), 0);
+    op_call one = { .op = "DFT" };
+    op_attr_int(&one, "onesided", 1);
+    assert_int_equal(op_run(&one, 1, in3, half), 0);
     assert_int_equal(half[0]->shape[1], 5);
     for (int i = 0; i < 5; i++)
         assert_true(fabs(((float *)half[0]->data)[2 * i] - 1.0f) < 1e-6);
@@ -189,16 +113,16 @@ static void dft_refusals(void **state)
     (void)state;
     int64_t xs[3] = { 1, 4, 2 };
     reel_tensor *in[1] = { reel_tensor_new(REEL_DTYPE_INT32, 3, xs) };
-    opcall c = { .op = "DFT" };
+    op_call c = { .op = "DFT" };
     expect_refused(&c, 1, in, REEL_EUNSUPPORTED, "int32");
     reel_tensor *in2[1] = { reel_tensor_new(REEL_DTYPE_FLOAT32, 3, xs) };
-    opcall both = { .op = "DFT" };
-    attr_int(&both, "inverse", 1);
-    attr_int(&both, "onesided", 1);
+    op_call both = { .op = "DFT" };
+    op_attr_int(&both, "inverse", 1);
+    op_attr_int(&both, "onesided", 1);
     expect_refused(&both, 1, in2, REEL_EUNSUPPORTED, "onesided");
     reel_tensor *in3[1] = { reel_tensor_new(REEL_DTYPE_FLOAT32, 3, xs) };
-    opcall last = { .op = "DFT" };
-    attr_int(&last, "axis", 2); // the complex dim is not an axis
+    op_call last = { .op = "DFT" };
+    op_attr_int(&last, "axis", 2); // the complex dim is not an axis
     expect_refused(&last, 1, in3, REEL_EINVAL, "axis");
 }
 
@@ -208,10 +132,10 @@ static void windows(void **state)
 {
     (void)state;
     reel_tensor *in[1] = { int_scalar(REEL_DTYPE_INT32, 5) }, *out[1];
-    opcall c = { .op = "HannWindow" };
-    attr_int(&c, "periodic", 0);
-    attr_int(&c, "output_datatype", 11);
-    assert_int_equal(call(&c, 1, in, out, NULL), 0);
+    op_call c = { .op = "HannWindow" };
+    op_attr_int(&c, "periodic", 0);
+    op_attr_int(&c, "output_datatype", 11);
+    assert_int_equal(op_run(&c, 1, in, out), 0);
     assert_int_equal(out[0]->dtype, REEL_DTYPE_FLOAT64);
     const double want[5] = { 0, 0.5, 1, 0.5, 0 };
     for (int i = 0; i < 5; i++)
@@ -219,14 +143,14 @@ static void windows(void **state)
     reel_tensor_free(&out[0]);
 
     reel_tensor *in0[1] = { int_scalar(REEL_DTYPE_INT64, 0) };
-    opcall e = { .op = "BlackmanWindow" };
-    assert_int_equal(call(&e, 1, in0, out, NULL), 0);
+    op_call e = { .op = "BlackmanWindow" };
+    assert_int_equal(op_run(&e, 1, in0, out), 0);
     assert_int_equal(out[0]->shape[0], 0);
     reel_tensor_free(&out[0]);
 
     reel_tensor *in2[1] = { int_scalar(REEL_DTYPE_INT32, 4) };
-    opcall bad = { .op = "HammingWindow" };
-    attr_int(&bad, "output_datatype", 7);
+    op_call bad = { .op = "HammingWindow" };
+    op_attr_int(&bad, "output_datatype", 7);
     expect_refused(&bad, 1, in2, REEL_EUNSUPPORTED, "output_datatype");
 }
 
@@ -243,8 +167,8 @@ static void stft_frames(void **state)
     reel_tensor *x = reel_tensor_new(REEL_DTYPE_FLOAT32, 3, xs);
     memcpy(x->data, xd, sizeof xd);
     reel_tensor *in[4] = { x, int_scalar(REEL_DTYPE_INT64, 3), NULL, int_scalar(REEL_DTYPE_INT64, 4) }, *out[1];
-    opcall c = { .op = "STFT" };
-    assert_int_equal(call(&c, 4, in, out, NULL), 0);
+    op_call c = { .op = "STFT" };
+    assert_int_equal(op_run(&c, 4, in, out), 0);
     assert_int_equal(out[0]->rank, 4);
     assert_int_equal(out[0]->shape[1], 3);
     assert_int_equal(out[0]->shape[2], 3);
@@ -275,17 +199,17 @@ static void tfidf(void **state)
     memcpy(x->data, tokens, sizeof tokens);
     int64_t pool[5] = { 1, 3, 1, 2 }, counts[2] = { 0, 2 }, idx[3] = { 0, 1, 2 };
     float weights[3] = { 0.5f, 2.0f, 10.0f };
-    opcall c = { .op = "TfIdfVectorizer" };
-    attr_str(&c, "mode", "TFIDF");
-    attr_int(&c, "min_gram_length", 1);
-    attr_int(&c, "max_gram_length", 2);
-    attr_int(&c, "max_skip_count", 0);
-    attr_ints(&c, "pool_int64s", pool, 4);
-    attr_ints(&c, "ngram_counts", counts, 2);
-    attr_ints(&c, "ngram_indexes", idx, 3);
-    attr_floats(&c, "weights", weights, 3);
+    op_call c = { .op = "TfIdfVectorizer" };
+    op_attr_str(&c, "mode", "TFIDF");
+    op_attr_int(&c, "min_gram_length", 1);
+    op_attr_int(&c, "max_gram_length", 2);
+    op_attr_int(&c, "max_skip_count", 0);
+    op_attr_ints(&c, "pool_int64s", pool, 4);
+    op_attr_ints(&c, "ngram_counts", counts, 2);
+    op_attr_ints(&c, "ngram_indexes", idx, 3);
+    op_attr_floats(&c, "weights", weights, 3);
     reel_tensor *in[1] = { x }, *out[1];
-    assert_int_equal(call(&c, 1, in, out, NULL), 0);
+    assert_int_equal(op_run(&c, 1, in, out), 0);
     assert_int_equal(out[0]->shape[0], 2);
     assert_int_equal(out[0]->shape[1], 3);
     // row 0: two 1s, no 3, two "1 2"; row 1: one 1, two 3s, one "1 2"
@@ -295,13 +219,13 @@ static void tfidf(void **state)
     reel_tensor_free(&out[0]);
 
     reel_tensor *in2[1] = { reel_tensor_new(REEL_DTYPE_INT32, 2, xs) };
-    opcall bad = c;
+    op_call bad = c;
     bad.attrs[0].s = (char *)"BM25";
     expect_refused(&bad, 1, in2, REEL_EUNSUPPORTED, "'mode' = 'BM25'");
 
     char *strs[2] = { (char *)"a", NULL };
     reel_tensor *in3[1] = { reel_tensor_new(REEL_DTYPE_INT32, 2, xs) };
-    opcall str = c;
+    op_call str = c;
     str.attrs[str.n_attrs++] = (reel_ir_attr){ .name = (char *)"pool_strings", .type = REEL_ATTR_STRINGS, .strings = strs, .n = 1 };
     expect_refused(&str, 1, in3, REEL_EUNSUPPORTED, "pool_strings");
 
@@ -319,5 +243,5 @@ int main(void)
         cmocka_unit_test(windows),
         cmocka_unit_test(tfidf),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return op_run_tests(tests, .opset = 17, .node = "sig");
 }

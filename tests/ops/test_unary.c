@@ -11,75 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "models/cpu/workers.h"
-#include "models/op.h"
-
-static reel_workers *pool;
-
-typedef struct opcall {
-    const char *op;
-    reel_ir_attr attrs[4];
-    int n_attrs;
-    int opset;
-} opcall;
-
-static void attr_int(opcall *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_INT, .i = v };
-}
-
-static void attr_float(opcall *c, const char *name, float v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_FLOAT, .f = v };
-}
-
-static void attr_str(opcall *c, const char *name, const char *v)
-{
-    c->attrs[c->n_attrs++] = (reel_ir_attr){ .name = (char *)name, .type = REEL_ATTR_STRING, .s = (char *)v };
-}
-
-// Infers and runs one node on x (the graph frees it) into *out; returns
-// infer's or run's code, infer's message in msg. Run on the calling thread
-// and over two workers: the results must agree bit for bit.
-static int call(const opcall *c, reel_tensor *x, reel_tensor **out, char *msg, size_t msg_size)
-{
-    const reel_op *op = reel_op_find(c->op);
-    assert_non_null(op);
-    reel_ir_graph *g = reel_ir_graph_new();
-    g->opset = c->opset ? c->opset : 20;
-    int in = reel_ir_add_value(g, "x"), o = reel_ir_add_value(g, "y");
-    reel_ir_value *v = reel_ir_value_at(g, in);
-    v->dtype = x->dtype;
-    v->rank = x->rank;
-    memcpy(v->dims, x->shape, sizeof v->dims);
-    v->constant = x;
-    reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = &in, .n_inputs = 1, .outputs = &o,
-                       .n_outputs = 1, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
-    GError *error = NULL;
-    int rc = op->infer(g, &n, &error);
-    if (msg)
-        g_strlcpy(msg, error ? error->message : "", msg_size);
-    g_clear_error(&error);
-    *out = NULL;
-    for (int threads = 1; !rc && threads <= 2; threads++) {
-        reel_ir_value *ov = reel_ir_value_at(g, o);
-        reel_tensor *t = reel_tensor_new(ov->dtype, ov->rank, ov->dims);
-        reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL };
-        reel_tensor *ins[1] = { x }, *outs[1] = { t };
-        rc = op->run(&n, ins, outs, &ctx);
-        if (threads == 1) {
-            *out = t;
-            continue;
-        }
-        if (!rc && memcmp(t->data, (*out)->data, t->nbytes) != 0)
-            fail_msg("%s: one thread and two workers disagree", c->op);
-        reel_tensor_free(&t);
-    }
-    if (rc)
-        reel_tensor_free(out);
-    reel_ir_graph_free(&g);
-    return rc;
-}
+#include "tests/ops/op_harness.h"
 
 static reel_tensor *tensor_of(reel_dtype dt, int64_t count, const double *v)
 {
@@ -112,14 +44,13 @@ static double element(const reel_tensor *t, int64_t i)
 
 // Runs c on values of dtype dt and checks the output (of type out_dt)
 // against want within tol (relative, plus tol absolute); NaN matches NaN.
-static void expect_op(const opcall *c, reel_dtype dt, int64_t count, const double *x, reel_dtype out_dt,
+static void expect_op(const op_call *c, reel_dtype dt, int64_t count, const double *x, reel_dtype out_dt,
                       const double *want, double tol)
 {
     reel_tensor *out;
-    char msg[256];
-    int rc = call(c, tensor_of(dt, count, x), &out, msg, sizeof msg);
+    int rc = op_run(c, 1, (reel_tensor *[]){ tensor_of(dt, count, x) }, &out);
     if (rc)
-        fail_msg("%s: %s", c->op, msg);
+        fail_msg("%s: %s", c->op, op_message());
     assert_int_equal(out->dtype, out_dt);
     assert_int_equal(out->rank, 1);
     assert_int_equal(out->shape[0], count);
@@ -133,12 +64,12 @@ static void expect_op(const opcall *c, reel_dtype dt, int64_t count, const doubl
 }
 
 // Expects infer to fail with code and a message naming the node and `what`.
-static void expect_fail(const opcall *c, reel_tensor *x, int code, const char *what)
+static void expect_fail(const op_call *c, reel_tensor *x, int code, const char *what)
 {
     reel_tensor *out;
-    char msg[256];
-    assert_int_equal(call(c, x, &out, msg, sizeof msg), code);
+    assert_int_equal(op_run(c, 1, &x, &out), code);
     assert_null(out);
+    const char *msg = op_message();
     if (!strstr(msg, "node 'n'") || !strstr(msg, what))
         fail_msg("%s: message \"%s\" does not name the node and '%s'", c->op, msg, what);
 }
@@ -149,30 +80,30 @@ static void integer_forms(void **state)
 {
     (void)state;
     const double xi[] = { -128, -5, 0, 7, 127 };
-    expect_op(&(opcall){ .op = "Neg" }, REEL_DTYPE_INT8, 5, xi, REEL_DTYPE_INT8,
+    expect_op(&(op_call){ .op = "Neg" }, REEL_DTYPE_INT8, 5, xi, REEL_DTYPE_INT8,
               (const double[]){ -128, 5, 0, -7, -127 }, 0);
-    expect_op(&(opcall){ .op = "Abs" }, REEL_DTYPE_INT8, 5, xi, REEL_DTYPE_INT8,
+    expect_op(&(op_call){ .op = "Abs" }, REEL_DTYPE_INT8, 5, xi, REEL_DTYPE_INT8,
               (const double[]){ -128, 5, 0, 7, 127 }, 0);
-    expect_op(&(opcall){ .op = "Sign" }, REEL_DTYPE_INT64, 5, xi, REEL_DTYPE_INT64,
+    expect_op(&(op_call){ .op = "Sign" }, REEL_DTYPE_INT64, 5, xi, REEL_DTYPE_INT64,
               (const double[]){ -1, -1, 0, 1, 1 }, 0);
     const double xu[] = { 0, 1, 200 };
-    expect_op(&(opcall){ .op = "Sign" }, REEL_DTYPE_UINT8, 3, xu, REEL_DTYPE_UINT8, (const double[]){ 0, 1, 1 }, 0);
-    expect_op(&(opcall){ .op = "Abs" }, REEL_DTYPE_UINT8, 3, xu, REEL_DTYPE_UINT8, (const double[]){ 0, 1, 200 }, 0);
-    opcall shrink = { .op = "Shrink" };
-    attr_float(&shrink, "lambd", 1.5f);
-    attr_float(&shrink, "bias", 1.0f);
+    expect_op(&(op_call){ .op = "Sign" }, REEL_DTYPE_UINT8, 3, xu, REEL_DTYPE_UINT8, (const double[]){ 0, 1, 1 }, 0);
+    expect_op(&(op_call){ .op = "Abs" }, REEL_DTYPE_UINT8, 3, xu, REEL_DTYPE_UINT8, (const double[]){ 0, 1, 200 }, 0);
+    op_call shrink = { .op = "Shrink" };
+    op_attr_float(&shrink, "lambd", 1.5f);
+    op_attr_float(&shrink, "bias", 1.0f);
     const double xs[] = { -3, -1, 0, 1, 2, 5 };
     expect_op(&shrink, REEL_DTYPE_INT32, 6, xs, REEL_DTYPE_INT32, (const double[]){ -2, 0, 0, 0, 1, 4 }, 0);
     // A negative lambd: x < -lambd is tested first, as ONNX's reference does,
     // for unsigned types too; a result past int8's range wraps.
-    opcall neg_lambd = { .op = "Shrink" };
-    attr_float(&neg_lambd, "lambd", -1.0f);
-    attr_float(&neg_lambd, "bias", 1.0f);
+    op_call neg_lambd = { .op = "Shrink" };
+    op_attr_float(&neg_lambd, "lambd", -1.0f);
+    op_attr_float(&neg_lambd, "bias", 1.0f);
     const double xn[] = { 0, 1, 5 };
     expect_op(&neg_lambd, REEL_DTYPE_UINT8, 3, xn, REEL_DTYPE_UINT8, (const double[]){ 1, 0, 4 }, 0);
     expect_op(&neg_lambd, REEL_DTYPE_FLOAT32, 3, xn, REEL_DTYPE_FLOAT32, (const double[]){ 1, 0, 4 }, 0);
-    opcall big_bias = { .op = "Shrink" };
-    attr_float(&big_bias, "bias", -100.0f);
+    op_call big_bias = { .op = "Shrink" };
+    op_attr_float(&big_bias, "bias", -100.0f);
     expect_op(&big_bias, REEL_DTYPE_INT8, 1, (const double[]){ 100 }, REEL_DTYPE_INT8, (const double[]){ -56 }, 0);
 }
 
@@ -183,10 +114,10 @@ static void float_edges(void **state)
     (void)state;
     const double xr[] = { 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, -2.6 };
     const double want_r[] = { 0, 2, 2, -0.0, -2, -2, 2, -3 };
-    expect_op(&(opcall){ .op = "Round" }, REEL_DTYPE_FLOAT32, 8, xr, REEL_DTYPE_FLOAT32, want_r, 0);
-    expect_op(&(opcall){ .op = "Round" }, REEL_DTYPE_FLOAT64, 8, xr, REEL_DTYPE_FLOAT64, want_r, 0);
+    expect_op(&(op_call){ .op = "Round" }, REEL_DTYPE_FLOAT32, 8, xr, REEL_DTYPE_FLOAT32, want_r, 0);
+    expect_op(&(op_call){ .op = "Round" }, REEL_DTYPE_FLOAT64, 8, xr, REEL_DTYPE_FLOAT64, want_r, 0);
     const double xs[] = { NAN, 0, -3, 4 };
-    expect_op(&(opcall){ .op = "Sign" }, REEL_DTYPE_FLOAT32, 4, xs, REEL_DTYPE_FLOAT32,
+    expect_op(&(op_call){ .op = "Sign" }, REEL_DTYPE_FLOAT32, 4, xs, REEL_DTYPE_FLOAT32,
               (const double[]){ NAN, 0, -1, 1 }, 0);
     const double xb[] = { -1000, -2, 0, 3, 1000 };
     double sp[5], mish[5];
@@ -194,11 +125,11 @@ static void float_edges(void **state)
         sp[i] = xb[i] > 0 ? xb[i] + log1p(exp(-xb[i])) : log1p(exp(xb[i]));
         mish[i] = xb[i] * tanh(sp[i]);
     }
-    expect_op(&(opcall){ .op = "Softplus" }, REEL_DTYPE_FLOAT64, 5, xb, REEL_DTYPE_FLOAT64, sp, 1e-14);
-    expect_op(&(opcall){ .op = "Softplus" }, REEL_DTYPE_FLOAT32, 5, xb, REEL_DTYPE_FLOAT32, sp, 1e-6);
-    expect_op(&(opcall){ .op = "Mish" }, REEL_DTYPE_FLOAT32, 5, xb, REEL_DTYPE_FLOAT32, mish, 1e-6);
-    opcall celu = { .op = "Celu" };
-    attr_float(&celu, "alpha", 2.0f);
+    expect_op(&(op_call){ .op = "Softplus" }, REEL_DTYPE_FLOAT64, 5, xb, REEL_DTYPE_FLOAT64, sp, 1e-14);
+    expect_op(&(op_call){ .op = "Softplus" }, REEL_DTYPE_FLOAT32, 5, xb, REEL_DTYPE_FLOAT32, sp, 1e-6);
+    expect_op(&(op_call){ .op = "Mish" }, REEL_DTYPE_FLOAT32, 5, xb, REEL_DTYPE_FLOAT32, mish, 1e-6);
+    op_call celu = { .op = "Celu" };
+    op_attr_float(&celu, "alpha", 2.0f);
     const double xc[] = { -4, -1, 0, 3 };
     double want_c[4];
     for (int i = 0; i < 4; i++)
@@ -216,14 +147,14 @@ static void gelu_forms(void **state)
         exact[i] = 0.5 * x[i] * (1 + erf(x[i] / sqrt(2.0)));
         approx[i] = 0.5 * x[i] * (1 + tanh(sqrt(2.0 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i])));
     }
-    opcall none = { .op = "Gelu" };
+    op_call none = { .op = "Gelu" };
     expect_op(&none, REEL_DTYPE_FLOAT32, 9, x, REEL_DTYPE_FLOAT32, exact, 1e-6);
     expect_op(&none, REEL_DTYPE_FLOAT64, 9, x, REEL_DTYPE_FLOAT64, exact, 1e-12);
-    opcall none2 = { .op = "Gelu" };
-    attr_str(&none2, "approximate", "none");
+    op_call none2 = { .op = "Gelu" };
+    op_attr_str(&none2, "approximate", "none");
     expect_op(&none2, REEL_DTYPE_FLOAT32, 9, x, REEL_DTYPE_FLOAT32, exact, 1e-6);
-    opcall tanh_form = { .op = "Gelu" };
-    attr_str(&tanh_form, "approximate", "tanh");
+    op_call tanh_form = { .op = "Gelu" };
+    op_attr_str(&tanh_form, "approximate", "tanh");
     expect_op(&tanh_form, REEL_DTYPE_FLOAT32, 9, x, REEL_DTYPE_FLOAT32, approx, 1e-6);
     expect_op(&tanh_form, REEL_DTYPE_FLOAT64, 9, x, REEL_DTYPE_FLOAT64, approx, 1e-12);
     // The two forms differ measurably at x = -3 (about 5e-4 apart).
@@ -235,17 +166,17 @@ static void isinf_isnan(void **state)
 {
     (void)state;
     const double x[] = { -INFINITY, -1, 0, INFINITY, NAN };
-    opcall pos = { .op = "IsInf" };
-    attr_int(&pos, "detect_negative", 0);
+    op_call pos = { .op = "IsInf" };
+    op_attr_int(&pos, "detect_negative", 0);
     expect_op(&pos, REEL_DTYPE_FLOAT32, 5, x, REEL_DTYPE_BOOL, (const double[]){ 0, 0, 0, 1, 0 }, 0);
-    opcall neg = { .op = "IsInf" };
-    attr_int(&neg, "detect_positive", 0);
+    op_call neg = { .op = "IsInf" };
+    op_attr_int(&neg, "detect_positive", 0);
     expect_op(&neg, REEL_DTYPE_FLOAT64, 5, x, REEL_DTYPE_BOOL, (const double[]){ 1, 0, 0, 0, 0 }, 0);
-    opcall none = { .op = "IsInf" };
-    attr_int(&none, "detect_positive", 0);
-    attr_int(&none, "detect_negative", 0);
+    op_call none = { .op = "IsInf" };
+    op_attr_int(&none, "detect_positive", 0);
+    op_attr_int(&none, "detect_negative", 0);
     expect_op(&none, REEL_DTYPE_FLOAT32, 5, x, REEL_DTYPE_BOOL, (const double[]){ 0, 0, 0, 0, 0 }, 0);
-    expect_op(&(opcall){ .op = "IsNaN" }, REEL_DTYPE_FLOAT64, 5, x, REEL_DTYPE_BOOL,
+    expect_op(&(op_call){ .op = "IsNaN" }, REEL_DTYPE_FLOAT64, 5, x, REEL_DTYPE_BOOL,
               (const double[]){ 0, 0, 0, 0, 1 }, 0);
 }
 
@@ -256,7 +187,8 @@ static void empty_and_large(void **state)
     (void)state;
     const int64_t empty[] = { 0, 3 };
     reel_tensor *out;
-    assert_int_equal(call(&(opcall){ .op = "Erf" }, reel_tensor_new(REEL_DTYPE_FLOAT32, 2, empty), &out, NULL, 0), 0);
+    reel_tensor *none = reel_tensor_new(REEL_DTYPE_FLOAT32, 2, empty);
+    assert_int_equal(op_run(&(op_call){ .op = "Erf" }, 1, &none, &out), 0);
     assert_int_equal(out->rank, 2);
     assert_int_equal(out->shape[0], 0);
     assert_int_equal(out->shape[1], 3);
@@ -268,9 +200,9 @@ static void empty_and_large(void **state)
     int64_t count = reel_tensor_count(3, shape);
     for (int64_t i = 0; i < count; i++)
         xd[i] = (float)((i % 2001) - 1000) / 100.0f;
-    opcall elu = { .op = "Elu" };
-    attr_float(&elu, "alpha", 0.5f);
-    assert_int_equal(call(&elu, x, &out, NULL, 0), 0);
+    op_call elu = { .op = "Elu" };
+    op_attr_float(&elu, "alpha", 0.5f);
+    assert_int_equal(op_run(&elu, 1, &x, &out), 0);
     const float *y = out->data;
     for (int64_t i = 0; i < count; i++) {
         double v = (float)((i % 2001) - 1000) / 100.0f, want = v < 0 ? 0.5 * expm1(v) : v;
@@ -325,11 +257,11 @@ static void fast_math_accuracy(void **state)
             xd[i] = (float)(lo + (hi - lo) * i / (N - 1));
         xd[0] = 0.5f, xd[1] = -0.5f, xd[2] = 1e-20f, xd[3] = -1e-20f, xd[4] = 0.0f; // series edges, tiny
         float *xs = g_memdup2(xd, sizeof(float) * N);
-        opcall call_ = { .op = cases[c].op };
+        op_call call_ = { .op = cases[c].op };
         if (cases[c].approx)
-            attr_str(&call_, "approximate", cases[c].approx);
+            op_attr_str(&call_, "approximate", cases[c].approx);
         reel_tensor *out;
-        assert_int_equal(call(&call_, x, &out, NULL, 0), 0);
+        assert_int_equal(op_run(&call_, 1, &x, &out), 0);
         const float *y = out->data;
         double worst = 0;
         int64_t at = 0;
@@ -355,39 +287,38 @@ static void failures(void **state)
 {
     (void)state;
     const double v[] = { 1, 2 };
-    expect_fail(&(opcall){ .op = "Reciprocal" }, tensor_of(REEL_DTYPE_INT32, 2, v), REEL_EUNSUPPORTED,
+    expect_fail(&(op_call){ .op = "Reciprocal" }, tensor_of(REEL_DTYPE_INT32, 2, v), REEL_EUNSUPPORTED,
                 "input type int32 is not supported");
-    expect_fail(&(opcall){ .op = "Neg" }, tensor_of(REEL_DTYPE_UINT8, 2, v), REEL_EUNSUPPORTED,
+    expect_fail(&(op_call){ .op = "Neg" }, tensor_of(REEL_DTYPE_UINT8, 2, v), REEL_EUNSUPPORTED,
                 "input type uint8 is not supported");
-    expect_fail(&(opcall){ .op = "Sin" }, reel_tensor_new(REEL_DTYPE_FLOAT16, 1, (const int64_t[]){ 2 }),
+    expect_fail(&(op_call){ .op = "Sin" }, reel_tensor_new(REEL_DTYPE_FLOAT16, 1, (const int64_t[]){ 2 }),
                 REEL_EUNSUPPORTED, "input type float16 is not supported");
-    expect_fail(&(opcall){ .op = "IsNaN" }, tensor_of(REEL_DTYPE_INT64, 2, v), REEL_EUNSUPPORTED,
+    expect_fail(&(op_call){ .op = "IsNaN" }, tensor_of(REEL_DTYPE_INT64, 2, v), REEL_EUNSUPPORTED,
                 "input type int64 is not supported");
 
-    opcall gelu = { .op = "Gelu" };
-    attr_str(&gelu, "approximate", "sigmoid");
+    op_call gelu = { .op = "Gelu" };
+    op_attr_str(&gelu, "approximate", "sigmoid");
     expect_fail(&gelu, tensor_of(REEL_DTYPE_FLOAT32, 2, v), REEL_EUNSUPPORTED,
                 "attribute 'approximate' = 'sigmoid' is not supported");
-    expect_fail(&(opcall){ .op = "Gelu", .opset = 19 }, tensor_of(REEL_DTYPE_FLOAT32, 2, v), REEL_EUNSUPPORTED,
+    expect_fail(&(op_call){ .op = "Gelu", .opset = 19 }, tensor_of(REEL_DTYPE_FLOAT32, 2, v), REEL_EUNSUPPORTED,
                 "needs opset 20");
 
-    opcall celu = { .op = "Celu" };
-    attr_float(&celu, "alpha", 0.0f);
+    op_call celu = { .op = "Celu" };
+    op_attr_float(&celu, "alpha", 0.0f);
     expect_fail(&celu, tensor_of(REEL_DTYPE_FLOAT32, 2, v), REEL_EINVAL, "attribute 'alpha' = 0");
 
-    opcall elu = { .op = "Elu" };
-    attr_str(&elu, "alpha", "big");
+    op_call elu = { .op = "Elu" };
+    op_attr_str(&elu, "alpha", "big");
     expect_fail(&elu, tensor_of(REEL_DTYPE_FLOAT32, 2, v), REEL_EINVAL, "attribute 'alpha' must be a float");
 
-    opcall isinf = { .op = "IsInf" };
-    attr_int(&isinf, "detect_positive", 2);
+    op_call isinf = { .op = "IsInf" };
+    op_attr_int(&isinf, "detect_positive", 2);
     expect_fail(&isinf, tensor_of(REEL_DTYPE_FLOAT32, 2, v), REEL_EINVAL,
                 "attribute 'detect_positive' must be 0 or 1");
 }
 
 int main(void)
 {
-    pool = reel_workers_create(2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(integer_forms),
         cmocka_unit_test(float_edges),
@@ -397,7 +328,5 @@ int main(void)
         cmocka_unit_test(fast_math_accuracy),
         cmocka_unit_test(failures),
     };
-    int r = cmocka_run_group_tests(tests, NULL, NULL);
-    reel_workers_destroy(&pool);
-    return r;
+    return op_run_tests(tests, .opset = 20, .two_workers = true);
 }

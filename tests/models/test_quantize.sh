@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# reel model quantize end to end, on real parts: a MobileNetV2-shaped model
+# (calibrated on a folder of PNG frames) and BlazeFace (calibrated on a clip
+# of scripts/make-faces-clip), each written as a QDQ model that
+#   (a) ONNX Runtime and reel both load and run on real frames;
+#   (b) reel runs as ONNX Runtime does: every quantized tensor equal up to the
+#       first that differs (rounding of float sums at a half step), and that
+#       one within one quantization step (tests/models/compare_qdq.py);
+#   (c) for BlazeFace, in the face pipeline on the demo clip, finds the same
+#       faces as the float model in every frame, boxes within FACE_TOLERANCE
+#       pixels (a 1280x720 frame, faces about 260 px wide);
+#   (d) bad input: a missing calibration source, a model with nothing to
+#       quantize, an unwritable --out, an image folder without images: each a
+#       clear error, no file written.
+# Needs the model and ONNX Runtime in cache/ (scripts/fetch-models --ort).
+# Usage: test_quantize.sh REEL SOURCE_DIR WORK_DIR
+set -euo pipefail
+reel=$1 src=$2 work=$3
+py=/usr/bin/python3
+. "$src/tests/support/lib.sh"
+blazeface=$src/cache/models/blazeface/face_detection_front_128x128_barracuda.onnx
+ort=$src/cache/ort/node_modules/onnxruntime-node
+[ -s "$blazeface" ] || { echo "SKIP: no $blazeface (run scripts/fetch-models --ort)"; exit 77; }
+[ -d "$ort" ] || { echo "SKIP: no ONNX Runtime in $ort (run scripts/fetch-models --ort)"; exit 77; }
+command -v node >/dev/null || { echo "SKIP: node is needed to run ONNX Runtime (Debian package nodejs)"; exit 77; }
+$py -c "import numpy, onnx" 2>/dev/null || { echo "SKIP: $py cannot import numpy and onnx (python3-onnx)"; exit 77; }
+[ -f /usr/lib/python3/dist-packages/skimage/data/astronaut.png ] \
+  || { echo "SKIP: no astronaut.png for the clip (python3-skimage)"; exit 77; }
+FACE_TOLERANCE=10
+mkdir -p "$work/shaped" "$work/frames" "$work/ref"
+calib=$work/calib.mp4 demo=$work/demo.mp4
+# Calibration and the demo are different clips (another zoom and pan).
+[ -s "$calib" ] || "$src/scripts/make-faces-clip" "$calib" 90
+[ -s "$demo" ] || "$src/scripts/make-faces-clip" "$demo" 300
+[ -s "$work/shaped/mobilenetv2-224.onnx" ] || $py "$src/tests/models/make_shaped_models.py" "$work/shaped" >/dev/null
+ffmpeg -v error -y -i "$calib" -vf "select=not(mod(n\,15))" -vsync vfr "$work/frames/f%03d.png"
+
+# both NAME MODEL INPUT NPY: (a) and (b) on one input.
+both() {
+  local name=$1 model=$2 input=$3 npy=$4 dir=$work/out/$1
+  rm -rf "$dir" && mkdir -p "$dir/reel" "$dir/ort" "$dir/reel-all" "$dir/ort-all"
+  if "$reel" model run "$model" --input "$input=$npy" --output-dir "$dir/reel" --threads 1 >/dev/null &&
+     node "$src/tests/models/ort_run.js" "$ort" "$model" "$dir/ort" "$input=$npy"; then
+    ok
+  else
+    bad "$name: the quantized model did not run in both reel and ONNX Runtime"
+    return
+  fi
+  # Every quantized tensor an output too, to see where the runs part.
+  $py "$src/tests/models/compare_qdq.py" expose "$model" "$dir/all.onnx"
+  "$reel" model run "$dir/all.onnx" --input "$input=$npy" --output-dir "$dir/reel-all" --threads 1 >/dev/null
+  node "$src/tests/models/ort_run.js" "$ort" "$dir/all.onnx" "$dir/ort-all" "$input=$npy"
+  echo "$name:"
+  if $py "$src/tests/models/compare_qdq.py" compare "$model" "$dir/reel-all" "$dir/ort-all"; then
+    ok
+  else
+    bad "$name: reel's run of the QDQ model differs from ONNX Runtime's by more than one step"
+  fi
+}
+
+# The shaped model, calibrated on a folder of images, run on a real frame.
+shaped=$work/mobilenetv2.int8.onnx
+rm -f "$shaped"
+if "$reel" model quantize "$work/shaped/mobilenetv2-224.onnx" --calibrate "$work/frames" --out "$shaped" \
+  --method minmax; then
+  ok
+else
+  bad "quantizing the MobileNetV2-shaped model failed"
+fi
+ffmpeg -v error -y -ss 1 -i "$calib" -frames:v 1 -vf scale=224:224 -pix_fmt rgb24 -f rawvideo "$work/frame224.rgb"
+$py -c "import numpy as n; a=n.fromfile('$work/frame224.rgb',n.uint8).reshape(1,224,224,3).transpose(0,3,1,2); n.save('$work/frame224.npy',(a/255).astype(n.float32))"
+[ -s "$shaped" ] && both mobilenetv2-int8 "$shaped" input "$work/frame224.npy"
+
+# BlazeFace, calibrated on the clip (the default method), run on demo frames.
+int8=$work/blazeface.int8.onnx
+rm -f "$int8"
+if "$reel" model quantize blazeface-front --calibrate "$calib" --frames 60 --out "$int8"; then
+  ok
+else
+  bad "quantizing BlazeFace failed"
+fi
+ffmpeg -v error -y -i "$demo" -vf "select=not(mod(n\,100))" -vsync vfr -f rawvideo -pix_fmt rgb24 "$work/demo.rgb"
+$py "$src/tests/models/faces_reference.py" prepare "$work/demo.rgb" 1280 720 "$work/ref"
+while read -r n _; do
+  [ -s "$int8" ] && both "blazeface-int8-frame$n" "$int8" input:0 "$work/ref/in-$n.npy"
+done < "$work/ref/frames.txt"
+
+# (c) The face pipeline with the int8 model (its manifest beside it: the
+# float model's preprocess and detect settings) against the float model.
+sed -n '/^\[preprocess\]/,$p' "$src/models/zoo/blazeface-front.reel" > "${int8%.onnx}.reel"
+pipeline="source location=$demo ! decode ! preprocess"
+if "$reel" run -q "$pipeline ! infer model=blazeface-front ! detect ! metasink location=$work/fp32.jsonl" &&
+   "$reel" run -q "$pipeline ! infer model=$int8 ! detect ! metasink location=$work/int8.jsonl"; then
+  ok
+else
+  bad "the face pipeline failed"
+fi
+$py "$src/tests/models/compare_faces.py" "$work/fp32.jsonl" "$work/int8.jsonl" 2 | tail -1 || true
+if $py "$src/tests/models/compare_faces.py" "$work/fp32.jsonl" "$work/int8.jsonl" "$FACE_TOLERANCE"; then
+  ok
+else
+  bad "the int8 BlazeFace does not find the float model's faces within $FACE_TOLERANCE px"
+fi
+
+# The zoo's int8 BlazeFace by name, once scripts/fetch-models has made it
+# (scripts/test does, after the build).
+if [ -s "$src/cache/models/blazeface/face_detection_front_128x128_int8.onnx" ]; then
+  if "$reel" run -q "$pipeline ! infer model=blazeface-front-int8 ! detect ! metasink location=$work/zoo.jsonl" &&
+     $py "$src/tests/models/compare_faces.py" "$work/fp32.jsonl" "$work/zoo.jsonl" "$FACE_TOLERANCE"; then
+    ok
+  else
+    bad "infer model=blazeface-front-int8 does not find the float model's faces within $FACE_TOLERANCE px"
+  fi
+else
+  echo "NOTE: blazeface-front-int8 not made yet (scripts/fetch-models blazeface-front-int8): not checked by name"
+fi
+
+# (d) Bad input: a clear error naming what is wrong, exit 1, no file.
+# expect_error WHAT PATTERN ARGS...
+expect_error() {
+  local what=$1 pattern=$2 out=$work/bad.onnx
+  shift 2
+  rm -f "$out"
+  if "$reel" model quantize "$@" 2>"$work/err.txt"; then
+    bad "$what: succeeded"
+  elif [ $? -ne 1 ] || ! grep -q -- "$pattern" "$work/err.txt" || [ -e "$out" ]; then
+    bad "$what: no clear error (wanted '$pattern'): $(cat "$work/err.txt")"
+  else
+    ok
+  fi
+}
+expect_error "missing calibration source" "--calibrate $work/missing.mp4: No such file" \
+  blazeface-front --calibrate "$work/missing.mp4" --out "$work/bad.onnx"
+mkdir -p "$work/no-images" && touch "$work/no-images/notes.txt"
+expect_error "a folder without images" "no images" \
+  blazeface-front --calibrate "$work/no-images" --out "$work/bad.onnx"
+$py - "$work/relu.onnx" <<'EOF'
+import sys
+import onnx
+from onnx import TensorProto, helper
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+EOF
+expect_error "a model with nothing to quantize" "relu.onnx: nothing to quantize" \
+  "$work/relu.onnx" --calibrate "$calib" --out "$work/bad.onnx"
+$py - "$work/squeeze11.onnx" <<'EOF'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8, 8])
+w = numpy_helper.from_array(np.random.RandomState(1).randn(4, 3, 1, 1).astype(np.float32), "w")
+g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Squeeze", ["c"], ["y"], axes=[0])],
+                      "squeeze11", [x], [y], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]), sys.argv[1])
+EOF
+expect_error "opset 11 with an op that changed at 13" "opset 11 must be raised to 13 .* (Squeeze, node 2)" \
+  "$work/squeeze11.onnx" --calibrate "$calib" --frames 2 --out "$work/bad.onnx"
+expect_error "an unwritable --out" "cannot write the quantized model $work/no-such-dir/x.onnx" \
+  blazeface-front --calibrate "$calib" --frames 2 --out "$work/no-such-dir/x.onnx"
+expect_error "a file that is not a video" "--calibrate $work/relu.onnx" \
+  blazeface-front --calibrate "$work/relu.onnx" --out "$work/bad.onnx"
+finish
