@@ -375,31 +375,6 @@ T512 static inline __m512i dpbusd512(__m512i acc, __m512i u, __m512i s)
     return acc;
 }
 
-// AVX512-VNNI: 8 rows by 32 columns (np = 2 zmm) or 16 (np = 1).
-T512 static inline __attribute__((always_inline)) void dot_avx512_body(const uint8_t *A, size_t lda, const uint8_t *B,
-                                                                      int64_t kq, int32_t *T, const int rows,
-                                                                      const int np, const bool a_unsigned)
-{
-    __m512i c[8][2];
-    for (int r = 0; r < 8; r++)
-        c[r][0] = c[r][1] = _mm512_setzero_si512();
-    for (int64_t q = 0; q < kq; q++) {
-        __m512i b0 = _mm512_loadu_si512(B + q * 128);
-        __m512i b1 = np > 1 ? _mm512_loadu_si512(B + q * 128 + 64) : _mm512_setzero_si512();
-        for (int r = 0; r < rows; r++) {
-            __m512i a = _mm512_set1_epi32(load4(A + r * lda + 4 * q));
-            c[r][0] = a_unsigned ? dpbusd512(c[r][0], a, b0) : dpbusd512(c[r][0], b0, a);
-            if (np > 1)
-                c[r][1] = a_unsigned ? dpbusd512(c[r][1], a, b1) : dpbusd512(c[r][1], b1, a);
-        }
-    }
-    for (int r = 0; r < rows; r++) {
-        _mm512_storeu_si512(T + r * 32, c[r][0]);
-        if (np > 1)
-            _mm512_storeu_si512(T + r * 32 + 16, c[r][1]);
-    }
-}
-
 // Each row count a constant, so that the tiles stay in registers.
 #define ROWS_CASES(CALL)                                                                                         \
     switch (rows) {                                                                                              \
@@ -435,17 +410,6 @@ TVNNI static void dot_avxvnni(const uint8_t *A, size_t lda, const uint8_t *B, in
 #undef VNNI_CALL
 }
 
-T512 static void dot_avx512(const uint8_t *A, size_t lda, const uint8_t *B, int64_t kq, int32_t *T, int rows,
-                            int cols, bool a_unsigned)
-{
-#define Z_CALL(R)                                                                                                \
-    (cols > 16 ? (a_unsigned ? dot_avx512_body(A, lda, B, kq, T, R, 2, true)                                     \
-                             : dot_avx512_body(A, lda, B, kq, T, R, 2, false))                                   \
-               : (a_unsigned ? dot_avx512_body(A, lda, B, kq, T, R, 1, true)                                     \
-                             : dot_avx512_body(A, lda, B, kq, T, R, 1, false)))
-    ROWS_CASES(Z_CALL)
-#undef Z_CALL
-}
 
 // The store of one vector of sums of row m, columns n.. (mask k): the
 // zero-point corrections (per-row constants hoisted by the caller: rc =
@@ -488,7 +452,8 @@ T512 static inline __attribute__((always_inline)) void store_vec(const qgemm_pro
     store16(o, (uint8_t *)o->y + m * o->ldc + n, k, len, r);
 }
 
-// A whole tile, rows [m, m + rows) by columns [n, n + cols), the sums never
+// AVX512-VNNI: a whole tile of 8 rows by 32 columns (np = 2 zmm) or 16
+// (np = 1), rows [m, m + rows) by columns [n, n + cols), the sums never
 // leaving the registers.
 T512 static inline __attribute__((always_inline)) void tile_avx512_body(const qgemm_problem *p, int64_t m, int64_t n,
                                                                         int cols, const int rows, const int np,
@@ -552,7 +517,7 @@ static isa_kernels kernels_for(qgemm_isa isa)
 {
     switch (isa) {
 #ifdef QGEMM_X86
-    case QGEMM_AVX512VNNI: return (isa_kernels){ 8, 32, dot_avx512 };
+    case QGEMM_AVX512VNNI: return (isa_kernels){ 8, 32, NULL }; // tile_avx512: the sums never leave the registers
     case QGEMM_AVXVNNI: return (isa_kernels){ 4, 16, dot_avxvnni };
     case QGEMM_AVX2: return (isa_kernels){ 4, 16, dot_avx2 };
 #endif
