@@ -61,7 +61,7 @@ static float *rnd_floats(size_t n)
         exit(1);
     }
     for (size_t i = 0; i < n; i++)
-        p[i] = (float)rand() / RAND_MAX * 2 - 1;
+        p[i] = (float)((double)rand() / RAND_MAX * 2 - 1);
     return p;
 }
 
@@ -178,7 +178,7 @@ static reel_tensor *tensor(reel_dtype dt, int rank, const int64_t *shape, double
     reel_tensor *t = reel_tensor_new(dt, rank, shape);
     int64_t n = reel_tensor_count(rank, shape);
     for (int64_t i = 0; i < n; i++) {
-        double v = lo + (hi - lo) * rand() / RAND_MAX;
+        double v = lo + (hi - lo) * (double)rand() / RAND_MAX;
         switch (dt) {
         case REEL_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)v; break;
         case REEL_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;

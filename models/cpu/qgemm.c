@@ -9,6 +9,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define QGEMM_X86 1
 #endif
@@ -530,6 +531,16 @@ int qgemm_panel_cols(qgemm_isa isa)
     return kernels_for(isa).nr;
 }
 
+#ifdef QGEMM_X86
+// AVX-VNNI: CPUID leaf 7, subleaf 1, EAX bit 4 (older compilers'
+// __builtin_cpu_supports does not know the name).
+static bool has_avxvnni(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+}
+#endif
+
 bool qgemm_isa_supported(qgemm_isa isa)
 {
 #ifdef QGEMM_X86
@@ -539,7 +550,7 @@ bool qgemm_isa_supported(qgemm_isa isa)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                __builtin_cpu_supports("avx512vnni");
-    case QGEMM_AVXVNNI: return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx2");
+    case QGEMM_AVXVNNI: return has_avxvnni() && __builtin_cpu_supports("avx2");
     case QGEMM_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     default: return isa == QGEMM_GENERIC || isa == QGEMM_REFERENCE;
     }

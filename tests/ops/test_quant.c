@@ -685,12 +685,13 @@ static void isa_matmul(void **state)
             int64_t M = sizes[si][0], K = sizes[si][1], N = sizes[si][2];
             const int64_t ash[] = { M, K }, bsh[] = { K, N };
             bool per_col = (si + types) % 2;
-            reel_tensor *in[8] = { q8_random(as, 2, ash, seed++), scalar(REEL_DTYPE_FLOAT32, 0.03),
-                                   q8_zero_points(as, 0, seed++), q8_random(bs, 2, bsh, seed++),
-                                   per_col ? random_tensor(REEL_DTYPE_FLOAT32, 1, &N, seed++, 0.001, 0.004)
+            reel_tensor *in[8] = { q8_random(as, 2, ash, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.03),
+                                   q8_zero_points(as, 0, seed + 1), q8_random(bs, 2, bsh, seed + 2),
+                                   per_col ? random_tensor(REEL_DTYPE_FLOAT32, 1, &N, seed + 3, 0.001, 0.004)
                                            : scalar(REEL_DTYPE_FLOAT32, 0.002),
-                                   q8_zero_points(bs, per_col ? N : 0, seed++),
-                                   scalar(REEL_DTYPE_FLOAT32, 0.02 * sqrt((double)K)), q8_zero_points(ys, 0, seed++) };
+                                   q8_zero_points(bs, per_col ? N : 0, seed + 4),
+                                   scalar(REEL_DTYPE_FLOAT32, 0.02 * sqrt((double)K)), q8_zero_points(ys, 0, seed + 5) };
+            seed += 6; // the initializers' order is unspecified: each its own seed
             opcall c = { .op = "QLinearMatMul", .n_out = 1 };
             if (types == 3 || types == 6) { // a fused Clip and Relu
                 c.fused = types == 3 ? "Clip" : "Relu";
@@ -703,8 +704,9 @@ static void isa_matmul(void **state)
             expect_isas_match(&c, 8, in, what);
 
             // MatMulInteger: A's zero point per row, B's per column.
-            reel_tensor *mi[4] = { q8_random(as, 2, ash, seed++), q8_random(bs, 2, bsh, seed++),
-                                   q8_zero_points(as, M, seed++), q8_zero_points(bs, N, seed++) };
+            reel_tensor *mi[4] = { q8_random(as, 2, ash, seed + 0), q8_random(bs, 2, bsh, seed + 1),
+                                   q8_zero_points(as, M, seed + 2), q8_zero_points(bs, N, seed + 3) };
+            seed += 4; // the initializers' order is unspecified: each its own seed
             opcall ci = { .op = "MatMulInteger", .n_out = 1 };
             snprintf(what, sizeof what, "MatMulInteger %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
                      " a%s b%s", M, K, N, as ? "s8" : "u8", bs ? "s8" : "u8");
@@ -756,13 +758,14 @@ static void isa_conv(void **state)
         const int64_t xsh[] = { s->N, s->C, s->H, s->W }, wsh[] = { s->M, s->C / s->G, s->KH, s->KW };
         int64_t K = s->C / s->G * s->KH * s->KW;
         reel_tensor *in[9] = {
-            q8_random(k->xs, 4, xsh, seed++), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(k->xs, 0, seed++),
-            q8_random(k->ws, 4, wsh, seed++),
-            k->per_channel ? random_tensor(REEL_DTYPE_FLOAT32, 1, &s->M, seed++, 0.001, 0.01)
+            q8_random(k->xs, 4, xsh, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(k->xs, 0, seed + 1),
+            q8_random(k->ws, 4, wsh, seed + 2),
+            k->per_channel ? random_tensor(REEL_DTYPE_FLOAT32, 1, &s->M, seed + 3, 0.001, 0.01)
                            : scalar(REEL_DTYPE_FLOAT32, 0.004),
-            q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed++),
-            scalar(REEL_DTYPE_FLOAT32, 0.03 * sqrt((double)K)), q8_zero_points(k->ys, 0, seed++),
-            k->bias ? random_tensor(REEL_DTYPE_INT32, 1, &s->M, seed++, -20000, 20000) : NULL };
+            q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed + 4),
+            scalar(REEL_DTYPE_FLOAT32, 0.03 * sqrt((double)K)), q8_zero_points(k->ys, 0, seed + 5),
+            k->bias ? random_tensor(REEL_DTYPE_INT32, 1, &s->M, seed + 6, -20000, 20000) : NULL };
+        seed += 7; // the initializers' order is unspecified: each its own seed
         opcall c = { .op = "QLinearConv", .n_out = 1, .fused = k->fused, .fused_a = -0.5f, .fused_b = 0.7f };
         int64_t store[8];
         conv_attrs(&c, s, store);
@@ -771,15 +774,17 @@ static void isa_conv(void **state)
                  G_GINT64_FORMAT ")", ci, s->KH, s->KW, s->G);
         expect_isas_match(&c, 9, in, what);
 
-        reel_tensor *ii[4] = { q8_random(k->xs, 4, xsh, seed++), q8_random(k->ws, 4, wsh, seed++),
-                               q8_zero_points(k->xs, 0, seed++), q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed++) };
+        reel_tensor *ii[4] = { q8_random(k->xs, 4, xsh, seed + 0), q8_random(k->ws, 4, wsh, seed + 1),
+                               q8_zero_points(k->xs, 0, seed + 2), q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed + 3) };
+        seed += 4; // the initializers' order is unspecified: each its own seed
         opcall cc = { .op = "ConvInteger", .n_out = 1 };
         conv_attrs(&cc, s, store);
         snprintf(what, sizeof what, "ConvInteger case %zu", ci);
         expect_isas_match(&cc, 4, ii, what);
 
         // Without zero points (0, which uint8 weights shift to -128).
-        reel_tensor *iz[2] = { q8_random(k->xs, 4, xsh, seed++), q8_random(k->ws, 4, wsh, seed++) };
+        reel_tensor *iz[2] = { q8_random(k->xs, 4, xsh, seed + 0), q8_random(k->ws, 4, wsh, seed + 1) };
+        seed += 2; // the initializers' order is unspecified: each its own seed
         snprintf(what, sizeof what, "ConvInteger case %zu without zero points", ci);
         expect_isas_match(&cc, 2, iz, what);
     }
