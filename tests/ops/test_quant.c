@@ -788,6 +788,19 @@ static void isa_conv(void **state)
         snprintf(what, sizeof what, "ConvInteger case %zu without zero points", ci);
         expect_isas_match(&cc, 2, iz, what);
     }
+
+    // 3-D (the im2col path with depth), strided in one dim; grouped.
+    const int64_t x3[] = { 1, 4, 5, 6, 7 }, w3[] = { 6, 2, 3, 2, 3 }, six = 6;
+    const int64_t st3[] = { 1, 2, 1 }, pd3[] = { 1, 0, 1, 1, 1, 0 };
+    opcall c3 = { .op = "QLinearConv", .n_out = 1 };
+    attr_ints(&c3, "strides", 3, st3);
+    attr_ints(&c3, "pads", 6, pd3);
+    attr_int(&c3, "group", 2);
+    reel_tensor *in3[9] = { q8_random(0, 5, x3, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(0, 0, seed + 1),
+                            q8_random(1, 5, w3, seed + 2), random_tensor(REEL_DTYPE_FLOAT32, 1, &six, seed + 3, 0.001, 0.01),
+                            q8_zero_points(1, 6, seed + 4), scalar(REEL_DTYPE_FLOAT32, 0.2), q8_zero_points(0, 0, seed + 5),
+                            random_tensor(REEL_DTYPE_INT32, 1, &six, seed + 6, -2000, 2000) };
+    expect_isas_match(&c3, 9, in3, "QLinearConv 3-D");
 }
 
 // A layer of a small detector at a low resolution: 3x3, 32 to 32 channels
