@@ -154,6 +154,54 @@ T256 static void requant_avx2(const qgemm_out *o, const int32_t *acc, int64_t le
         requant_generic(o, acc + j, len - j, m, n0 + j);
 }
 
+// AVX2 and AVX-VNNI: a tile's rows from T (row stride nr): the zero-point
+// corrections with the per-row constants hoisted, bias, and the store or
+// requantization, 8 columns at a time; the last few as the generic store.
+T256 static void finish_avx2(const qgemm_problem *p, const int32_t *T, int nr, int rows, int cols, int64_t m,
+                             int64_t n)
+{
+    const qgemm_out *o = &p->out;
+    __m256d zp = _mm256_set1_pd(o->zp), lo = _mm256_set1_pd(o->lo), hi = _mm256_set1_pd(o->hi);
+    int whole = cols / 8 * 8;
+    for (int r = 0; r < rows; r++) {
+        int64_t mr = m + r;
+        int32_t za = p->a_zp[mr], rr = p->a_rr[mr], bias = o->bias ? o->bias[mr] : 0;
+        __m256i vza = _mm256_set1_epi32(za), vrr = _mm256_set1_epi32(rr), vb = _mm256_set1_epi32(bias);
+        __m256d mrow = _mm256_set1_pd(o->c32 || o->mult_per_col ? 0 : o->mult[mr]);
+        const int32_t *t = T + r * nr;
+        for (int c0 = 0; c0 < whole; c0 += 8) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(t + c0));
+            __m256i cs = _mm256_loadu_si256((const __m256i *)(p->b_sum + n + c0));
+            __m256i zb = _mm256_loadu_si256((const __m256i *)(p->b_zp + n + c0));
+            v = _mm256_sub_epi32(v, _mm256_mullo_epi32(cs, vza));
+            v = _mm256_sub_epi32(v, _mm256_mullo_epi32(zb, vrr));
+            v = _mm256_add_epi32(v, vb);
+            if (o->c32) {
+                _mm256_storeu_si256((__m256i *)(o->c32 + mr * o->ldc + n + c0), v);
+                continue;
+            }
+            __m256d m0 = mrow, m1 = mrow;
+            if (o->mult_per_col) {
+                m0 = _mm256_loadu_pd(o->mult + n + c0);
+                m1 = _mm256_loadu_pd(o->mult + n + c0 + 4);
+            }
+            __m128i a = requant4(_mm256_castsi256_si128(v), m0, zp, lo, hi);
+            __m128i b = requant4(_mm256_extracti128_si256(v, 1), m1, zp, lo, hi);
+            __m128i w = _mm_packs_epi32(a, b); // in [-128, 255]: exact
+            __m128i y = o->y_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+            _mm_storel_epi64((__m128i *)((uint8_t *)o->y + mr * o->ldc + n + c0), y);
+        }
+        if (whole < cols) {
+            int32_t c[8];
+            correct_row(p, t + whole, cols - whole, mr, n + whole, c);
+            if (o->c32)
+                store32(o, c, cols - whole, mr, n + whole);
+            else
+                requant_generic(o, c, cols - whole, mr, n + whole);
+        }
+    }
+}
+
 T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi,
                                         bool small);
 
@@ -627,6 +675,12 @@ void qgemm_compute(qgemm_isa isa, const qgemm_problem *p, int64_t m0, int64_t m1
 #endif
             k.dot(p->a + m * p->lda, p->lda, p->b + n / k.nr * p->kq * k.nr * 4, p->kq, T, rows, cols,
                   p->a_unsigned);
+#ifdef QGEMM_X86
+            if (isa == QGEMM_AVX2 || isa == QGEMM_AVXVNNI) {
+                finish_avx2(p, T, k.nr, rows, cols, m, n);
+                continue;
+            }
+#endif
             for (int r = 0; r < rows; r++) {
                 correct_row(p, T + r * k.nr, cols, m + r, n, C);
                 rq(&p->out, C, cols, m + r, n);
