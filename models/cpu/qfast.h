@@ -49,6 +49,16 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
                const reel_tensor *zw, const reel_tensor *bias, int32_t *Y32, const requant *q, void *Y,
                bool w_const, const reel_exec_ctx *ctx);
 
+// Depthwise convs (qdepthwise.c): whether c is one, its scratch bytes, and
+// the conv (arguments as qconv_fast's).
+bool qconv_is_depthwise(const qconv_geom *c);
+size_t qconv_depthwise_scratch(const qconv_geom *c);
+int qconv_depthwise(const qconv_geom *c, qgemm_isa isa, const reel_tensor *x, const reel_tensor *zx,
+                    const reel_tensor *w, const reel_tensor *zw, const reel_tensor *bias, int32_t *Y32,
+                    const requant *q, void *Y, const reel_exec_ctx *ctx);
+// q's multipliers in double, one per output channel, into dst[0..M).
+double *qconv_channel_mults(const requant *q, int64_t M, double *dst);
+
 // MatMulInteger (q NULL) and QLinearMatMul (q's multipliers per column of
 // B or per tensor). b_const: B and its zero point are constants.
 int qmm_fast(const qmm_geom *m, const reel_tensor *a, const reel_tensor *za, const reel_tensor *b,
