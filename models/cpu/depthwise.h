@@ -1,7 +1,8 @@
 // Depthwise convolution of one 2-D channel, the fast paths for the common
 // windows (3x3 and 5x5, dilation 1): stride 1 with the output as large as
 // the input ("same" pads), and stride 2 with any pads; and a full conv of
-// few channels by the same rows (nn_stem_*). Only conv.c uses it.
+// few channels by the same rows (nn_stem_*). conv.c uses it, and qdepthwise.c
+// for int8 depthwise convs (their integer sums are exact in float).
 #ifndef REEL_MODELS_CPU_DEPTHWISE_H
 #define REEL_MODELS_CPU_DEPTHWISE_H
 

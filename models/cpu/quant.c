@@ -5,9 +5,7 @@
 // to int16 with their zero points already subtracted, accumulated in int32;
 // the QLinear ops then requantize with a_scale * b_scale / y_scale, rounding
 // half to even and saturating.
-#include "models/cpu/nn.h"
-
-#define R REEL_TENSOR_MAX_RANK
+#include "models/cpu/qfast.h"
 
 // |a - za| and |b - zb| are at most 255, so each product is at most 65025 and
 // a sum of K of them stays below 2^31 while K <= 2^15.
@@ -421,16 +419,6 @@ static void widen(const reel_tensor *src, int64_t first, int64_t count, int64_t 
     }
 }
 
-// Requantization of int32 sums: y = saturate(rint(acc * mult) + zp), with
-// mult = a_scale * b_scale / y_scale computed in float (as ONNX's reference
-// does) and the product in double (numpy promotes int32 * float32 there).
-typedef struct requant {
-    const float *mult;   // one per channel, or per tensor when n_mult is 1
-    int64_t n_mult;
-    int32_t zp, lo, hi;
-    reel_dtype dt;       // uint8 or int8
-} requant;
-
 // acc[0..len) with multiplier m into y (uint8 or int8) at element off.
 static void requant_span(const requant *q, const int32_t *acc, int64_t len, float m, void *y, int64_t off)
 {
@@ -448,6 +436,33 @@ static void requant_span(const requant *q, const int32_t *acc, int64_t len, floa
             d[i] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
         }
     }
+}
+
+// A Relu or Clip the folding pass fused into a QLinear node (fused_a, fused_b:
+// min and max in output units) narrows [lo, hi] to the quantized bounds
+// sat(rint(bound / y_scale) + zp), which is exactly quantizing the clamped
+// float output (the map is monotonic). Min above max gives max everywhere,
+// as Clip does.
+static void requant_fused_clamp(const reel_ir_node *n, float y_scale, requant *q)
+{
+    if (!n->fused)
+        return;
+    bool relu = strcmp(n->fused, "Relu") == 0;
+    float a = relu ? 0.0f : n->fused_a, b = relu ? INFINITY : n->fused_b;
+    float lo = saturate(rintf(a / y_scale) + (float)q->zp, (float)q->lo, (float)q->hi);
+    float hi = saturate(rintf(b / y_scale) + (float)q->zp, (float)q->lo, (float)q->hi);
+    if (isnan(b / y_scale))
+        hi = (float)q->hi;
+    q->hi = (int32_t)hi;
+    q->lo = (int32_t)MIN(lo, hi);
+}
+
+// QLinearConv and QLinearMatMul take a fused Relu or Clip, nothing else.
+static int check_fused_clamp(const reel_ir_node *n, GError **error)
+{
+    if (n->fused && strcmp(n->fused, "Relu") != 0 && strcmp(n->fused, "Clip") != 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "fused activation %s is not supported (Relu or Clip)", n->fused);
+    return 0;
 }
 
 // Multipliers a_scale[0] * b_scale[c] / y_scale[0] for every c of b_scale.
@@ -478,16 +493,6 @@ static int check_k(const reel_ir_node *n, int64_t K, GError **error)
 }
 
 // ---- MatMulInteger, QLinearMatMul
-
-// Broadcast shapes of A [..., M, K] and B [..., K, N], 1-D operands made
-// 2-D (numpy's matmul).
-typedef struct qmm_geom {
-    int rank;   // of the batch dims
-    int64_t batch[R], abatch[R], bbatch[R];
-    int64_t M, K, N, total, acount, bcount; // total: broadcast batches; acount, bcount: A's and B's
-    int out_rank;
-    int64_t out[R];
-} qmm_geom;
 
 static int qmm_geom_init(const reel_ir_node *n, int ar, const int64_t *ad, int br, const int64_t *bd, qmm_geom *m,
                          GError **error)
@@ -525,8 +530,7 @@ static int qmm_geom_init(const reel_ir_node *n, int ar, const int64_t *ad, int b
     return 0;
 }
 
-// A's and B's matrix indices for broadcast batch t.
-static void qmm_batch(const qmm_geom *m, int64_t t, int64_t *ai, int64_t *bi)
+void quant_mm_batch(const qmm_geom *m, int64_t t, int64_t *ai, int64_t *bi)
 {
     int64_t as = 1, bs = 1;
     *ai = *bi = 0;
@@ -587,7 +591,7 @@ static int qmm_check(reel_ir_graph *g, reel_ir_node *n, int ai, int az, int bi, 
 static size_t qmm_scratch_bytes(const qmm_geom *m, bool requant)
 {
     size_t wide = 2 * (size_t)(m->acount * m->M * m->K + m->bcount * m->K * m->N);
-    return wide + (requant ? 4 * (size_t)(m->total * m->M * m->N) : 0) + 64;
+    return MAX(wide + (requant ? 4 * (size_t)(m->total * m->M * m->N) : 0) + 64, qmm_fast_scratch(m));
 }
 
 typedef struct qmm_job {
@@ -606,7 +610,7 @@ static void qmm_task(void *arg, int task, int worker)
     const qmm_geom *m = j->m;
     int64_t t = task / j->tasks_per_batch, m0 = (task % j->tasks_per_batch) * j->rows_per_task;
     int64_t rows = MIN(j->rows_per_task, m->M - m0), ai, bi;
-    qmm_batch(m, t, &ai, &bi);
+    quant_mm_batch(m, t, &ai, &bi);
     int64_t c0 = (t * m->M + m0) * m->N;
     igemm_rows(j->A + (ai * m->M + m0) * m->K, j->B + bi * m->K * m->N, j->C + c0, rows, m->N, m->K);
     if (!j->q)
@@ -624,7 +628,8 @@ static void qmm_task(void *arg, int task, int worker)
 
 // Widens A and B, then the products by batches and blocks of rows.
 static int qmm_compute(const reel_ir_node *n, const reel_tensor *a, const reel_tensor *za, const reel_tensor *b,
-                       const reel_tensor *zb, int32_t *C, const requant *q, void *Y, const reel_exec_ctx *ctx)
+                       const reel_tensor *zb, bool b_const, int32_t *C, const requant *q, void *Y,
+                       const reel_exec_ctx *ctx)
 {
     qmm_geom m = { 0 };
     if (qmm_geom_init(n, a->rank, a->shape, b->rank, b->shape, &m, NULL) || m.K > QUANT_MAX_K)
@@ -636,6 +641,8 @@ static int qmm_compute(const reel_ir_node *n, const reel_tensor *a, const reel_t
         return 0;
     if (ctx->scratch_size < qmm_scratch_bytes(&m, q != NULL))
         return REEL_EINVAL;
+    if (qgemm_isa_current() != QGEMM_REFERENCE)
+        return qmm_fast(&m, a, za, b, zb, C, q, Y, b_const, ctx);
     int16_t *A = ctx->scratch, *B = A + m.acount * m.M * m.K;
     // A's zero point is per row, B's per column.
     widen(a, 0, count_of(a), m.K, za, true, A);
@@ -676,7 +683,9 @@ static size_t mmi_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_te
 static int mmi_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     const reel_tensor *za = n->n_inputs > 2 ? in[2] : NULL, *zb = n->n_inputs > 3 ? in[3] : NULL;
-    return qmm_compute(n, in[0], za, in[1], zb, out[0]->data, NULL, NULL, ctx);
+    // B and its zero point (inputs 1, 3) constant: packed once.
+    bool b_const = (ctx->const_inputs & 2) && (!zb || (ctx->const_inputs & 8));
+    return qmm_compute(n, in[0], za, in[1], zb, b_const, out[0]->data, NULL, NULL, ctx);
 }
 
 static const reel_op op_matmul_integer = { "MatMulInteger", mmi_infer, mmi_scratch, mmi_run };
@@ -728,6 +737,8 @@ static int qlmm_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
         r = check_scale(g, n, 6, "y_scale", 0, error);
     if (!r)
         r = check_y_zp(g, n, 7, &dt, error);
+    if (!r)
+        r = check_fused_clamp(n, error);
     if (r)
         return r;
     reel_ir_value *za = reel_op_input(g, n, 2);
@@ -756,9 +767,11 @@ static int qlmm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
     int64_t N = in[3]->rank == 1 ? 1 : in[3]->shape[in[3]->rank - 1];
     if ((count_of(in[4]) != 1 && count_of(in[4]) != N) || count_of(in[1]) != 1 || count_of(in[6]) != 1)
         return REEL_EINVAL;
+    requant_fused_clamp(n, *(const float *)in[6]->data, &q);
     float *mult = requant_mults(in[1], in[4], in[6], &q.n_mult);
     q.mult = mult;
-    int rc = qmm_compute(n, in[0], in[2], in[3], in[5], NULL, &q, out[0]->data, ctx);
+    bool b_const = (ctx->const_inputs & (1u << 3)) && (!in[5] || (ctx->const_inputs & (1u << 5)));
+    int rc = qmm_compute(n, in[0], in[2], in[3], in[5], b_const, NULL, &q, out[0]->data, ctx);
     g_free(mult);
     return rc;
 }
@@ -766,11 +779,6 @@ static int qlmm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
 static const reel_op op_qlinear_matmul = { "QLinearMatMul", qlmm_infer, qlmm_scratch, qlmm_run };
 
 // ---- ConvInteger, QLinearConv
-
-typedef struct qconv_geom {
-    int64_t N, C, M, G, Cg, Mg, K, P;
-    nn_window w;
-} qconv_geom;
 
 static int qconv_geom_init(const reel_ir_node *n, int rank, const int64_t *x, const int64_t *wd, qconv_geom *c,
                            GError **error)
@@ -850,7 +858,8 @@ static size_t qconv_scratch_bytes(const reel_ir_node *n, const reel_tensor *x, c
     qconv_geom c = { 0 };
     if (x->rank < 3 || x->rank != w->rank || qconv_geom_init(n, x->rank, x->shape, w->shape, &c, NULL))
         return 0;
-    return ((qconv_wide_bytes(&c) + 63) & ~(size_t)63) + (requant ? 4 * (size_t)(c.Mg * c.P) : 0);
+    return MAX(((qconv_wide_bytes(&c) + 63) & ~(size_t)63) + (requant ? 4 * (size_t)(c.Mg * c.P) : 0),
+               qconv_fast_scratch(&c));
 }
 
 // The output columns [lo, hi) whose input column ow * s + off lies in [0, W).
@@ -927,8 +936,8 @@ static void qconv_task(void *arg, int task, int worker)
 }
 
 static int qconv_compute(const reel_ir_node *n, const reel_tensor *x, const reel_tensor *zx, const reel_tensor *w,
-                         const reel_tensor *zw, const reel_tensor *bias, int32_t *Y32, const requant *q, void *Y,
-                         const reel_exec_ctx *ctx)
+                         const reel_tensor *zw, bool w_const, const reel_tensor *bias, int32_t *Y32,
+                         const requant *q, void *Y, const reel_exec_ctx *ctx)
 {
     qconv_geom c = { 0 };
     if (x->rank < 3 || x->rank != w->rank || qconv_geom_init(n, x->rank, x->shape, w->shape, &c, NULL) ||
@@ -939,6 +948,8 @@ static int qconv_compute(const reel_ir_node *n, const reel_tensor *x, const reel
         return 0;
     if (ctx->scratch_size < qconv_scratch_bytes(n, x, w, q != NULL))
         return REEL_EINVAL;
+    if (qgemm_isa_current() != QGEMM_REFERENCE)
+        return qconv_fast(&c, x, zx, w, zw, bias, Y32, q, Y, w_const, ctx);
     int64_t Pin = c.w.in[0] * c.w.in[1] * c.w.in[2];
     // W [M, K], col [K, P], and the group's input channels xw [Cg, Pin].
     int16_t *W = ctx->scratch, *col = W + c.M * c.K, *xw = col + c.K * c.P;
@@ -979,7 +990,8 @@ static int convi_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
                      const reel_exec_ctx *ctx)
 {
     const reel_tensor *zx = n->n_inputs > 2 ? in[2] : NULL, *zw = n->n_inputs > 3 ? in[3] : NULL;
-    return qconv_compute(n, in[0], zx, in[1], zw, NULL, out[0]->data, NULL, NULL, ctx);
+    bool w_const = (ctx->const_inputs & 2) && (!zw || (ctx->const_inputs & 8));
+    return qconv_compute(n, in[0], zx, in[1], zw, w_const, NULL, out[0]->data, NULL, NULL, ctx);
 }
 
 static const reel_op op_conv_integer = { "ConvInteger", convi_infer, convi_scratch, convi_run };
@@ -1000,6 +1012,8 @@ static int qlconv_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
         r = check_scale(g, n, 6, "y_scale", 0, error);
     if (!r)
         r = check_y_zp(g, n, 7, &dt, error);
+    if (!r)
+        r = check_fused_clamp(n, error);
     if (r)
         return r;
     reel_ir_value *b = reel_op_input(g, n, 8);
@@ -1025,10 +1039,12 @@ static int qlconv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     qrange(q.dt, &q.lo, &q.hi);
     if (count_of(in[4]) != 1 && count_of(in[4]) != in[3]->shape[0])
         return REEL_EINVAL;
+    requant_fused_clamp(n, *(const float *)in[6]->data, &q);
     float *mult = requant_mults(in[1], in[4], in[6], &q.n_mult);
     q.mult = mult;
     const reel_tensor *bias = n->n_inputs > 8 ? in[8] : NULL;
-    int rc = qconv_compute(n, in[0], in[2], in[3], in[5], bias, NULL, &q, out[0]->data, ctx);
+    bool w_const = (ctx->const_inputs & (1u << 3)) && (!in[5] || (ctx->const_inputs & (1u << 5)));
+    int rc = qconv_compute(n, in[0], in[2], in[3], in[5], w_const, bias, NULL, &q, out[0]->data, ctx);
     g_free(mult);
     return rc;
 }

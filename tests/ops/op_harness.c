@@ -93,7 +93,7 @@ double op_run_ms(int threads)
 // Runs the inferred node once on `threads` into new outputs o (NULL where
 // omitted); returns run's code.
 static int run_once(const reel_op *op, reel_ir_graph *g, const reel_ir_node *n, reel_tensor **in, reel_tensor **o,
-                    int threads)
+                    int threads, void **state)
 {
     for (int i = 0; i < n->n_outputs; i++) {
         reel_ir_value *v = n->outputs[i] < 0 ? NULL : reel_ir_value_at(g, n->outputs[i]);
@@ -101,7 +101,8 @@ static int run_once(const reel_op *op, reel_ir_graph *g, const reel_ir_node *n, 
         if (v)
             assert_non_null(o[i]);
     }
-    reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL };
+    reel_exec_ctx ctx = { .opset = g->opset, .threads = threads, .workers = threads == 2 ? pool : NULL,
+                          .state = state, .const_inputs = state ? ~0u : 0 };
     ctx.scratch_size = op->scratch ? op->scratch(n, in, o) : 0;
     ctx.scratch = g_malloc0(ctx.scratch_size + 1);
     gint64 t0 = g_get_monotonic_time();
@@ -161,7 +162,9 @@ int op_run(const op_call *c, int n_in, reel_tensor **in, reel_tensor **out)
     }
     reel_ir_node n = { .name = (char *)(opts.node ? opts.node : "n"), .op = (char *)c->op, .inputs = inputs,
                        .n_inputs = n_in, .outputs = outputs, .n_outputs = n_out,
-                       .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
+                       .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs, .fused = c->fused,
+                       .fused_a = c->fused_a, .fused_b = c->fused_b };
+    void *state = NULL;
     GError *error = NULL;
     int rc = op->infer(g, &n, &error);
     g_strlcpy(message, error ? error->message : "", sizeof message);
@@ -170,10 +173,10 @@ int op_run(const op_call *c, int n_in, reel_tensor **in, reel_tensor **out)
         for (int i = 0; i < n_out; i++)
             for (int d = 0; outputs[i] >= 0 && d < reel_ir_value_at(g, outputs[i])->rank; d++)
                 assert_true(reel_ir_value_at(g, outputs[i])->dims[d] >= 0);
-        rc = run_once(op, g, &n, in, out, 1);
+        rc = run_once(op, g, &n, in, out, 1, c->keep_state ? &state : NULL);
         if (pool) {
             reel_tensor *two[OP_MAX_IO];
-            assert_int_equal(run_once(op, g, &n, in, two, 2), rc);
+            assert_int_equal(run_once(op, g, &n, in, two, 2, c->keep_state ? &state : NULL), rc);
             for (int i = 0; !rc && i < n_out; i++)
                 if (out[i])
                     expect_same(c, i, out[i], two[i]);
@@ -182,10 +185,12 @@ int op_run(const op_call *c, int n_in, reel_tensor **in, reel_tensor **out)
         if (rc)
             free_outputs(out, n_out);
     }
+    g_free(state);
     for (int i = 0; opts.keep_inputs && i < n_in; i++)
         if (in[i]) {
             reel_ir_value_at(g, inputs[i])->constant = NULL;
-            g_ptr_array_add(kept, in[i]);
+            if (!g_ptr_array_find(kept, in[i], NULL)) // given to an earlier call too
+                g_ptr_array_add(kept, in[i]);
         }
     reel_ir_graph_free(&g);
     return rc;

@@ -25,6 +25,14 @@ typedef struct op_call {
     reel_ir_attr attrs[OP_MAX_ATTRS];
     int n_attrs;
     const bool *omit;                  // omit[k]: output k left out (NULL: none)
+    // An activation a pass fused into the node (ir.h: reel_ir_node.fused),
+    // with its parameters.
+    const char *fused;
+    float fused_a, fused_b;
+    // Every input a constant of the model (reel_exec_ctx.const_inputs), and
+    // one kernel state for the run on one thread and the run on two workers
+    // after it, as a session shares it (false: no state, nothing constant).
+    bool keep_state;
 } op_call;
 
 // How a test runs its nodes, for the whole program.
@@ -55,7 +63,8 @@ void op_attr_floats(op_call *c, const char *name, const float *v, int n);
 void op_attr_strs(op_call *c, const char *name, char **v, int n);
 
 // Infers and runs c's node on the n_in inputs (NULL: omitted), which the
-// call takes over, into out[0..n_out) (NULL where omitted or on failure).
+// call takes over (with keep_inputs, the same inputs may go to several
+// calls), into out[0..n_out) (NULL where omitted or on failure).
 // Returns infer's or run's code; infer's message is op_message().
 int op_run(const op_call *c, int n_in, reel_tensor **in, reel_tensor **out);
 // The latest op_run's infer message ("" when infer succeeded).

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "models/cpu/qgemm.h"
 #include "tests/ops/op_harness.h"
 
 #define MAX_IO OP_MAX_IO
@@ -532,6 +533,276 @@ static void qlinear_conv_random(void **state)
     expect_refusal(&c, 9, bad2, REEL_EUNSUPPORTED, "w_scale");
 }
 
+// The quantized bound of a fused Clip/Relu: sat(rint(bound / y_scale) + zp).
+static int64_t clamp_bound(float bound, float y_scale, int64_t zp, int64_t lo, int64_t hi)
+{
+    float v = rintf(bound / y_scale) + (float)zp;
+    return v < lo ? lo : v > hi ? hi : (int64_t)v;
+}
+
+// A Relu or Clip the folding pass fused into QLinearConv / QLinearMatMul
+// (ir.h: fused_a, fused_b in output units) clamps the requantized output to
+// the quantized bounds: the unfused output clamped, and the double-precision
+// reference clamped before rounding.
+static void qlinear_fused_clamp(void **state)
+{
+    (void)state;
+    conv_shape s = { .N = 1, .C = 8, .H = 9, .W = 7, .M = 12, .KH = 3, .KW = 3, .G = 1, .sh = 2, .sw = 1,
+                     .dh = 1, .dw = 1, .ph = 1, .pw = 1 };
+    conv_shape_out(&s);
+    const int64_t xs[] = { s.N, s.C, s.H, s.W }, ws[] = { s.M, s.C, s.KH, s.KW };
+    const char *acts[] = { "Clip", "Relu" };
+    for (int ai = 0; ai < 2; ai++)
+        for (int yi = 0; yi < 2; yi++) {
+            reel_dtype ydt = yi ? REEL_DTYPE_INT8 : REEL_DTYPE_UINT8;
+            int64_t yzp = yi ? -20 : 128, ylo = yi ? -128 : 0, yhi = yi ? 127 : 255;
+            reel_tensor *in[9] = { random_tensor(REEL_DTYPE_UINT8, 4, xs, 71, 0, 255),
+                                   scalar(REEL_DTYPE_FLOAT32, 0.05), scalar(REEL_DTYPE_UINT8, 100),
+                                   random_tensor(REEL_DTYPE_INT8, 4, ws, 72, -128, 127),
+                                   random_tensor(REEL_DTYPE_FLOAT32, 1, &s.M, 73, 0.002, 0.02),
+                                   scalar(REEL_DTYPE_INT8, 0), scalar(REEL_DTYPE_FLOAT32, 0.5),
+                                   scalar(ydt, (double)yzp), random_tensor(REEL_DTYPE_INT32, 1, &s.M, 74, -900, 900) };
+            opcall plain = { .op = "QLinearConv", .n_out = 1 }, fused = plain;
+            int64_t store[8];
+            conv_attrs(&plain, &s, store);
+            conv_attrs(&fused, &s, store);
+            fused.fused = acts[ai];
+            fused.fused_a = ai ? 0.0f : -5.3f; // Relu's are 0 and +inf whatever the pass left here
+            fused.fused_b = ai ? 0.0f : 7.6f;
+            reel_tensor *out0[1], *out1[1];
+            assert_int_equal(call(&plain, 9, in, out0, NULL), 0);
+            assert_int_equal(call(&fused, 9, in, out1, NULL), 0);
+            int64_t lo = ai ? clamp_bound(0.0f, 0.5f, yzp, ylo, yhi) : clamp_bound(-5.3f, 0.5f, yzp, ylo, yhi);
+            int64_t hi = ai ? yhi : clamp_bound(7.6f, 0.5f, yzp, ylo, yhi);
+            const float *wsc = in[4]->data;
+            int64_t P = s.OH * s.OW, below = 0, above = 0;
+            for (int64_t m = 0; m < s.M; m++)
+                for (int64_t i = 0; i < P; i++) {
+                    int64_t y0 = ival(out0[0], m * P + i), y1 = ival(out1[0], m * P + i);
+                    assert_int_equal(y1, y0 < lo ? lo : y0 > hi ? hi : y0);
+                    below += y0 < lo;
+                    above += y0 > hi;
+                    double acc = conv_ref(&s, in[0], 100, in[3], in[5], 0, m, i / s.OW, i % s.OW) + ival(in[8], m);
+                    double v = acc * 0.05 * wsc[m] / 0.5 + (double)yzp;
+                    v = v < lo ? lo : v > hi ? hi : v;
+                    expect_requant(y1, v, ylo, yhi, m * P + i);
+                }
+            assert_true(below > 0); // the clamp did something on both sides
+            assert_true(ai || above > 0);
+            reel_tensor_free(&out0[0]);
+            reel_tensor_free(&out1[0]);
+        }
+
+    // QLinearMatMul with a Relu, int8 y: nothing below the zero point.
+    const int64_t as[] = { 9, 33 }, bs[] = { 33, 10 };
+    reel_tensor *in[8] = { random_tensor(REEL_DTYPE_UINT8, 2, as, 81, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.02),
+                           scalar(REEL_DTYPE_UINT8, 120), random_tensor(REEL_DTYPE_INT8, 2, bs, 82, -128, 127),
+                           scalar(REEL_DTYPE_FLOAT32, 0.01), scalar(REEL_DTYPE_INT8, 0),
+                           scalar(REEL_DTYPE_FLOAT32, 0.05), scalar(REEL_DTYPE_INT8, -7) };
+    opcall c = { .op = "QLinearMatMul", .n_out = 1, .fused = "Relu" };
+    reel_tensor *out[1];
+    assert_int_equal(call(&c, 8, in, out, NULL), 0);
+    int64_t clamped = 0;
+    for (int64_t m = 0; m < 9; m++)
+        for (int64_t n = 0; n < 10; n++) {
+            double v = mm_ref(in[0], 0, in[2], in[3], 0, in[5], m, n, 33, 10) * 0.02 * 0.01 / 0.05;
+            clamped += v < 0;
+            expect_requant(ival(out[0], m * 10 + n), (v < 0 ? 0 : v) - 7, -128, 127, m * 10 + n);
+        }
+    assert_true(clamped > 0);
+    reel_tensor_free(&out[0]);
+
+    // Another fused activation is refused, naming it.
+    opcall sig = { .op = "QLinearMatMul", .n_out = 1, .fused = "Sigmoid" };
+    reel_tensor *in2[8] = { random_tensor(REEL_DTYPE_UINT8, 2, as, 81, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.02),
+                            scalar(REEL_DTYPE_UINT8, 120), random_tensor(REEL_DTYPE_INT8, 2, bs, 82, -128, 127),
+                            scalar(REEL_DTYPE_FLOAT32, 0.01), scalar(REEL_DTYPE_INT8, 0),
+                            scalar(REEL_DTYPE_FLOAT32, 0.05), scalar(REEL_DTYPE_INT8, -7) };
+    expect_refusal(&sig, 8, in2, REEL_EUNSUPPORTED, "Sigmoid");
+}
+
+// ---- Every int8 GEMM path against the widened-int16 reference
+
+// Runs c on `in` with the reference kernels, then with every kernel set the
+// CPU runs (weights packed per run and kept in the state): the same bytes.
+static void expect_isas_match(const opcall *c, int n_in, reel_tensor **in, const char *what)
+{
+    reel_tensor *ref[1], *out[1];
+    qgemm_isa_force(QGEMM_REFERENCE);
+    assert_int_equal(call(c, n_in, in, ref, NULL), 0);
+    for (int isa = QGEMM_GENERIC; isa < QGEMM_ISA_COUNT; isa++) {
+        if (!qgemm_isa_supported((qgemm_isa)isa))
+            continue;
+        for (int kept = 0; kept < 2; kept++) {
+            qgemm_isa_force((qgemm_isa)isa);
+            opcall ck = *c;
+            ck.keep_state = kept;
+            assert_int_equal(call(&ck, n_in, in, out, NULL), 0);
+            assert_int_equal(out[0]->nbytes, ref[0]->nbytes);
+            size_t es = out[0]->nbytes / MAX(1, (size_t)reel_tensor_count(out[0]->rank, out[0]->shape));
+            for (size_t i = 0; i < out[0]->nbytes; i += es)
+                if (memcmp((char *)out[0]->data + i, (char *)ref[0]->data + i, es))
+                    fail_msg("%s, %s kernels%s: element %zu is %" G_GINT64_FORMAT ", the reference's %" G_GINT64_FORMAT,
+                             what, qgemm_isa_name((qgemm_isa)isa), kept ? " (weights kept)" : "", i / es,
+                             ival(out[0], (int64_t)(i / es)), ival(ref[0], (int64_t)(i / es)));
+            reel_tensor_free(&out[0]);
+        }
+    }
+    reel_tensor_free(&ref[0]);
+    qgemm_isa_force(QGEMM_ISA_COUNT); // back to the process's choice
+}
+
+static reel_dtype q8(int is_signed)
+{
+    return is_signed ? REEL_DTYPE_INT8 : REEL_DTYPE_UINT8;
+}
+
+static reel_tensor *q8_random(int is_signed, int rank, const int64_t *shape, unsigned seed)
+{
+    return random_tensor(q8(is_signed), rank, shape, seed, is_signed ? -128 : 0, is_signed ? 127 : 255);
+}
+
+static reel_tensor *q8_zero_points(int is_signed, int64_t n, unsigned seed)
+{
+    return n ? random_tensor(q8(is_signed), 1, &n, seed, is_signed ? -40 : 90, is_signed ? 40 : 170)
+             : random_tensor(q8(is_signed), 0, NULL, seed, is_signed ? -40 : 90, is_signed ? 40 : 170);
+}
+
+static void isa_matmul(void **state)
+{
+    (void)state;
+    // M, K, N off every tile size, K up to a few thousand.
+    const int64_t sizes[][3] = { { 1, 1, 1 }, { 7, 13, 5 }, { 17, 300, 33 }, { 9, 2049, 70 }, { 33, 3001, 17 },
+                                 { 40, 64, 96 } };
+    printf("int8 GEMM kernels checked:");
+    for (int isa = QGEMM_GENERIC; isa < QGEMM_ISA_COUNT; isa++)
+        printf(" %s%s", qgemm_isa_name((qgemm_isa)isa), qgemm_isa_supported((qgemm_isa)isa) ? "" : " (not on this CPU)");
+    printf("\n");
+    unsigned seed = 100;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (int types = 0; types < 8; types++) {
+            int as = types & 1, bs = types >> 1 & 1, ys = types >> 2 & 1;
+            int64_t M = sizes[si][0], K = sizes[si][1], N = sizes[si][2];
+            const int64_t ash[] = { M, K }, bsh[] = { K, N };
+            bool per_col = (si + types) % 2;
+            reel_tensor *in[8] = { q8_random(as, 2, ash, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.03),
+                                   q8_zero_points(as, 0, seed + 1), q8_random(bs, 2, bsh, seed + 2),
+                                   per_col ? random_tensor(REEL_DTYPE_FLOAT32, 1, &N, seed + 3, 0.001, 0.004)
+                                           : scalar(REEL_DTYPE_FLOAT32, 0.002),
+                                   q8_zero_points(bs, per_col ? N : 0, seed + 4),
+                                   scalar(REEL_DTYPE_FLOAT32, 0.02 * sqrt((double)K)), q8_zero_points(ys, 0, seed + 5) };
+            seed += 6; // the initializers' order is unspecified: each its own seed
+            opcall c = { .op = "QLinearMatMul", .n_out = 1 };
+            if (types == 3 || types == 6) { // a fused Clip and Relu
+                c.fused = types == 3 ? "Clip" : "Relu";
+                c.fused_a = -0.3f, c.fused_b = 0.45f;
+            }
+            char what[96];
+            snprintf(what, sizeof what, "QLinearMatMul %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                     " a%s b%s y%s%s", M, K, N, as ? "s8" : "u8", bs ? "s8" : "u8", ys ? "s8" : "u8",
+                     c.fused ? c.fused : "");
+            expect_isas_match(&c, 8, in, what);
+
+            // MatMulInteger: A's zero point per row, B's per column.
+            reel_tensor *mi[4] = { q8_random(as, 2, ash, seed + 0), q8_random(bs, 2, bsh, seed + 1),
+                                   q8_zero_points(as, M, seed + 2), q8_zero_points(bs, N, seed + 3) };
+            seed += 4; // the initializers' order is unspecified: each its own seed
+            opcall ci = { .op = "MatMulInteger", .n_out = 1 };
+            snprintf(what, sizeof what, "MatMulInteger %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                     " a%s b%s", M, K, N, as ? "s8" : "u8", bs ? "s8" : "u8");
+            expect_isas_match(&ci, 4, mi, what);
+        }
+
+    // Batched broadcasting; B without a zero point (uint8: 0 shifted).
+    const int64_t a4[] = { 2, 1, 5, 37 }, b3[] = { 3, 37, 19 };
+    reel_tensor *inb[3] = { q8_random(1, 4, a4, 7), q8_random(0, 3, b3, 8), q8_zero_points(1, 0, 9) };
+    opcall c = { .op = "MatMulInteger", .n_out = 1 };
+    expect_isas_match(&c, 3, inb, "MatMulInteger batched");
+    reel_tensor *inz[2] = { q8_random(1, 4, a4, 10), q8_random(0, 3, b3, 11) };
+    expect_isas_match(&c, 2, inz, "MatMulInteger without zero points");
+}
+
+typedef struct qconv_case {
+    conv_shape s;
+    int xs, ws, ys;      // signedness of x, w, y
+    bool per_channel, bias;
+    const char *fused;
+} qconv_case;
+
+static void isa_conv(void **state)
+{
+    (void)state;
+#define SH(N_, C_, H_, W_, M_, KH_, KW_, G_, sh_, sw_, dh_, dw_, ph_, pw_)                                           { .N = N_, .C = C_, .H = H_, .W = W_, .M = M_, .KH = KH_, .KW = KW_, .G = G_, .sh = sh_, .sw = sw_, .dh = dh_,        .dw = dw_, .ph = ph_, .pw = pw_ }
+    qconv_case cases[] = {
+        { SH(1, 24, 13, 11, 40, 1, 1, 1, 1, 1, 1, 1, 0, 0), 0, 1, 0, true, true, NULL },       // pointwise
+        { SH(2, 17, 9, 10, 21, 1, 1, 1, 2, 2, 1, 1, 0, 0), 1, 1, 1, false, true, "Relu" },     // pointwise, stride 2
+        { SH(1, 19, 9, 10, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1), 0, 0, 1, true, false, "Clip" },     // 3x3
+        { SH(1, 8, 15, 14, 9, 3, 3, 1, 2, 2, 2, 2, 2, 1), 1, 0, 0, true, true, NULL },         // strided, dilated
+        { SH(1, 12, 10, 9, 10, 5, 5, 2, 1, 2, 1, 1, 2, 2), 0, 1, 1, true, true, NULL },        // grouped 5x5
+        { SH(1, 3, 23, 21, 17, 7, 7, 1, 2, 2, 1, 1, 3, 3), 0, 1, 0, true, true, "Relu" },      // stem
+        { SH(1, 300, 6, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), 1, 1, 0, true, true, NULL },         // K = 2700
+        { SH(2, 10, 12, 11, 13, 3, 3, 1, 1, 1, 2, 3, 2, 1), 1, 0, 1, true, true, "Relu" },     // dilated, stride 1
+        { SH(1, 6, 5, 40, 7, 1, 3, 1, 1, 1, 1, 1, 0, 0), 0, 1, 0, true, true, NULL },          // 1x3, no pads, wide
+        { SH(1, 32, 12, 13, 32, 3, 3, 32, 1, 1, 1, 1, 1, 1), 0, 1, 0, true, true, "Clip" },    // depthwise
+        { SH(2, 16, 11, 12, 16, 3, 3, 16, 2, 2, 1, 1, 1, 1), 1, 0, 1, true, true, NULL },      // depthwise, stride 2
+        { SH(1, 8, 14, 13, 8, 5, 5, 8, 2, 1, 1, 1, 2, 2), 0, 0, 0, false, false, "Relu" },     // depthwise 5x5
+        { SH(1, 8, 14, 13, 8, 3, 3, 8, 1, 1, 2, 3, 2, 1), 1, 1, 1, true, true, NULL },         // depthwise, dilated
+        { SH(1, 6, 600, 1, 6, 3, 1, 6, 1, 1, 1, 1, 1, 0), 0, 1, 0, true, true, NULL },         // depthwise, a long column
+    };
+#undef SH
+    unsigned seed = 500;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        qconv_case *k = &cases[ci];
+        conv_shape *s = &k->s;
+        conv_shape_out(s);
+        const int64_t xsh[] = { s->N, s->C, s->H, s->W }, wsh[] = { s->M, s->C / s->G, s->KH, s->KW };
+        int64_t K = s->C / s->G * s->KH * s->KW;
+        reel_tensor *in[9] = {
+            q8_random(k->xs, 4, xsh, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(k->xs, 0, seed + 1),
+            q8_random(k->ws, 4, wsh, seed + 2),
+            k->per_channel ? random_tensor(REEL_DTYPE_FLOAT32, 1, &s->M, seed + 3, 0.001, 0.01)
+                           : scalar(REEL_DTYPE_FLOAT32, 0.004),
+            q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed + 4),
+            scalar(REEL_DTYPE_FLOAT32, 0.03 * sqrt((double)K)), q8_zero_points(k->ys, 0, seed + 5),
+            k->bias ? random_tensor(REEL_DTYPE_INT32, 1, &s->M, seed + 6, -20000, 20000) : NULL };
+        seed += 7; // the initializers' order is unspecified: each its own seed
+        opcall c = { .op = "QLinearConv", .n_out = 1, .fused = k->fused, .fused_a = -0.5f, .fused_b = 0.7f };
+        int64_t store[8];
+        conv_attrs(&c, s, store);
+        char what[96];
+        snprintf(what, sizeof what, "QLinearConv case %zu (%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT ", group %"
+                 G_GINT64_FORMAT ")", ci, s->KH, s->KW, s->G);
+        expect_isas_match(&c, 9, in, what);
+
+        reel_tensor *ii[4] = { q8_random(k->xs, 4, xsh, seed + 0), q8_random(k->ws, 4, wsh, seed + 1),
+                               q8_zero_points(k->xs, 0, seed + 2), q8_zero_points(k->ws, k->per_channel ? s->M : 0, seed + 3) };
+        seed += 4; // the initializers' order is unspecified: each its own seed
+        opcall cc = { .op = "ConvInteger", .n_out = 1 };
+        conv_attrs(&cc, s, store);
+        snprintf(what, sizeof what, "ConvInteger case %zu", ci);
+        expect_isas_match(&cc, 4, ii, what);
+
+        // Without zero points (0, which uint8 weights shift to -128).
+        reel_tensor *iz[2] = { q8_random(k->xs, 4, xsh, seed + 0), q8_random(k->ws, 4, wsh, seed + 1) };
+        seed += 2; // the initializers' order is unspecified: each its own seed
+        snprintf(what, sizeof what, "ConvInteger case %zu without zero points", ci);
+        expect_isas_match(&cc, 2, iz, what);
+    }
+
+    // 3-D (the im2col path with depth), strided in one dim; grouped.
+    const int64_t x3[] = { 1, 4, 5, 6, 7 }, w3[] = { 6, 2, 3, 2, 3 }, six = 6;
+    const int64_t st3[] = { 1, 2, 1 }, pd3[] = { 1, 0, 1, 1, 1, 0 };
+    opcall c3 = { .op = "QLinearConv", .n_out = 1 };
+    attr_ints(&c3, "strides", 3, st3);
+    attr_ints(&c3, "pads", 6, pd3);
+    attr_int(&c3, "group", 2);
+    reel_tensor *in3[9] = { q8_random(0, 5, x3, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(0, 0, seed + 1),
+                            q8_random(1, 5, w3, seed + 2), random_tensor(REEL_DTYPE_FLOAT32, 1, &six, seed + 3, 0.001, 0.01),
+                            q8_zero_points(1, 6, seed + 4), scalar(REEL_DTYPE_FLOAT32, 0.2), q8_zero_points(0, 0, seed + 5),
+                            random_tensor(REEL_DTYPE_INT32, 1, &six, seed + 6, -2000, 2000) };
+    expect_isas_match(&c3, 9, in3, "QLinearConv 3-D");
+}
+
 // A layer of a small detector at a low resolution: 3x3, 32 to 32 channels
 // at 80x80, uint8, QLinearConv; prints the time (checked above on smaller shapes).
 static void qlinear_conv_timing(void **state)
@@ -570,6 +841,9 @@ int main(void)
         cmocka_unit_test(qlinear_matmul_random),
         cmocka_unit_test(conv_integer_random),
         cmocka_unit_test(qlinear_conv_random),
+        cmocka_unit_test(qlinear_fused_clamp),
+        cmocka_unit_test(isa_matmul),
+        cmocka_unit_test(isa_conv),
         cmocka_unit_test(qlinear_conv_timing),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
