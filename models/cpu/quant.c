@@ -450,6 +450,33 @@ static void requant_span(const requant *q, const int32_t *acc, int64_t len, floa
     }
 }
 
+// A Relu or Clip the folding pass fused into a QLinear node (fused_a, fused_b:
+// min and max in output units) narrows [lo, hi] to the quantized bounds
+// sat(rint(bound / y_scale) + zp), which is exactly quantizing the clamped
+// float output (the map is monotonic). Min above max gives max everywhere,
+// as Clip does.
+static void requant_fused_clamp(const reel_ir_node *n, float y_scale, requant *q)
+{
+    if (!n->fused)
+        return;
+    bool relu = strcmp(n->fused, "Relu") == 0;
+    float a = relu ? 0.0f : n->fused_a, b = relu ? INFINITY : n->fused_b;
+    float lo = saturate(rintf(a / y_scale) + (float)q->zp, (float)q->lo, (float)q->hi);
+    float hi = saturate(rintf(b / y_scale) + (float)q->zp, (float)q->lo, (float)q->hi);
+    if (isnan(b / y_scale))
+        hi = (float)q->hi;
+    q->hi = (int32_t)hi;
+    q->lo = (int32_t)MIN(lo, hi);
+}
+
+// QLinearConv and QLinearMatMul take a fused Relu or Clip, nothing else.
+static int check_fused_clamp(const reel_ir_node *n, GError **error)
+{
+    if (n->fused && strcmp(n->fused, "Relu") != 0 && strcmp(n->fused, "Clip") != 0)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "fused activation %s is not supported (Relu or Clip)", n->fused);
+    return 0;
+}
+
 // Multipliers a_scale[0] * b_scale[c] / y_scale[0] for every c of b_scale.
 static float *requant_mults(const reel_tensor *as, const reel_tensor *bs, const reel_tensor *ys, int64_t *n)
 {
@@ -728,6 +755,8 @@ static int qlmm_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
         r = check_scale(g, n, 6, "y_scale", 0, error);
     if (!r)
         r = check_y_zp(g, n, 7, &dt, error);
+    if (!r)
+        r = check_fused_clamp(n, error);
     if (r)
         return r;
     reel_ir_value *za = reel_op_input(g, n, 2);
@@ -756,6 +785,7 @@ static int qlmm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
     int64_t N = in[3]->rank == 1 ? 1 : in[3]->shape[in[3]->rank - 1];
     if ((count_of(in[4]) != 1 && count_of(in[4]) != N) || count_of(in[1]) != 1 || count_of(in[6]) != 1)
         return REEL_EINVAL;
+    requant_fused_clamp(n, *(const float *)in[6]->data, &q);
     float *mult = requant_mults(in[1], in[4], in[6], &q.n_mult);
     q.mult = mult;
     int rc = qmm_compute(n, in[0], in[2], in[3], in[5], NULL, &q, out[0]->data, ctx);
@@ -1000,6 +1030,8 @@ static int qlconv_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
         r = check_scale(g, n, 6, "y_scale", 0, error);
     if (!r)
         r = check_y_zp(g, n, 7, &dt, error);
+    if (!r)
+        r = check_fused_clamp(n, error);
     if (r)
         return r;
     reel_ir_value *b = reel_op_input(g, n, 8);
@@ -1025,6 +1057,7 @@ static int qlconv_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
     qrange(q.dt, &q.lo, &q.hi);
     if (count_of(in[4]) != 1 && count_of(in[4]) != in[3]->shape[0])
         return REEL_EINVAL;
+    requant_fused_clamp(n, *(const float *)in[6]->data, &q);
     float *mult = requant_mults(in[1], in[4], in[6], &q.n_mult);
     q.mult = mult;
     const reel_tensor *bias = n->n_inputs > 8 ? in[8] : NULL;

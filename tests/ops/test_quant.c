@@ -72,6 +72,8 @@ typedef struct opcall {
     int n_attrs;
     int opset;
     int n_out;
+    const char *fused; // an activation the folding pass fused in (ir.h), with its min and max
+    float fused_a, fused_b;
 } opcall;
 
 static void attr_int(opcall *c, const char *name, int64_t v)
@@ -115,7 +117,8 @@ static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, 
         outputs[i] = reel_ir_add_value(g, name);
     }
     reel_ir_node n = { .name = "n", .op = (char *)c->op, .inputs = inputs, .n_inputs = n_in, .outputs = outputs,
-                       .n_outputs = c->n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs };
+                       .n_outputs = c->n_out, .attrs = (reel_ir_attr *)c->attrs, .n_attrs = c->n_attrs,
+                       .fused = c->fused, .fused_a = c->fused_a, .fused_b = c->fused_b };
     GError *error = NULL;
     int rc = op->infer(g, &n, &error);
     snprintf(last_error, sizeof last_error, "%s", error ? error->message : "");
@@ -151,7 +154,8 @@ static int call(const opcall *c, int n_in, reel_tensor **in, reel_tensor **out, 
     for (int i = 0; i < n_in; i++)
         if (in[i]) {
             reel_ir_value_at(g, inputs[i])->constant = NULL;
-            g_ptr_array_add(inputs_kept, in[i]);
+            if (!g_ptr_array_find(inputs_kept, in[i], NULL)) // the same inputs may go to several calls
+                g_ptr_array_add(inputs_kept, in[i]);
         }
     reel_ir_graph_free(&g);
     return rc;
@@ -608,6 +612,94 @@ static void qlinear_conv_random(void **state)
     expect_refusal(&c, 9, bad2, REEL_EUNSUPPORTED, "w_scale");
 }
 
+// The quantized bound of a fused Clip/Relu: sat(rint(bound / y_scale) + zp).
+static int64_t clamp_bound(float bound, float y_scale, int64_t zp, int64_t lo, int64_t hi)
+{
+    float v = rintf(bound / y_scale) + (float)zp;
+    return v < lo ? lo : v > hi ? hi : (int64_t)v;
+}
+
+// A Relu or Clip the folding pass fused into QLinearConv / QLinearMatMul
+// (ir.h: fused_a, fused_b in output units) clamps the requantized output to
+// the quantized bounds: the unfused output clamped, and the double-precision
+// reference clamped before rounding.
+static void qlinear_fused_clamp(void **state)
+{
+    (void)state;
+    conv_shape s = { .N = 1, .C = 8, .H = 9, .W = 7, .M = 12, .KH = 3, .KW = 3, .G = 1, .sh = 2, .sw = 1,
+                     .dh = 1, .dw = 1, .ph = 1, .pw = 1 };
+    conv_shape_out(&s);
+    const int64_t xs[] = { s.N, s.C, s.H, s.W }, ws[] = { s.M, s.C, s.KH, s.KW };
+    const char *acts[] = { "Clip", "Relu" };
+    for (int ai = 0; ai < 2; ai++)
+        for (int yi = 0; yi < 2; yi++) {
+            reel_dtype ydt = yi ? REEL_DTYPE_INT8 : REEL_DTYPE_UINT8;
+            int64_t yzp = yi ? -20 : 128, ylo = yi ? -128 : 0, yhi = yi ? 127 : 255;
+            reel_tensor *in[9] = { random_tensor(REEL_DTYPE_UINT8, 4, xs, 71, 0, 255),
+                                   scalar(REEL_DTYPE_FLOAT32, 0.05), scalar(REEL_DTYPE_UINT8, 100),
+                                   random_tensor(REEL_DTYPE_INT8, 4, ws, 72, -128, 127),
+                                   random_tensor(REEL_DTYPE_FLOAT32, 1, &s.M, 73, 0.002, 0.02),
+                                   scalar(REEL_DTYPE_INT8, 0), scalar(REEL_DTYPE_FLOAT32, 0.5),
+                                   scalar(ydt, (double)yzp), random_tensor(REEL_DTYPE_INT32, 1, &s.M, 74, -900, 900) };
+            opcall plain = { .op = "QLinearConv", .n_out = 1 }, fused = plain;
+            int64_t store[8];
+            conv_attrs(&plain, &s, store);
+            conv_attrs(&fused, &s, store);
+            fused.fused = acts[ai];
+            fused.fused_a = ai ? 0.0f : -5.3f; // Relu's are 0 and +inf whatever the pass left here
+            fused.fused_b = ai ? 0.0f : 7.6f;
+            reel_tensor *out0[1], *out1[1];
+            assert_int_equal(call(&plain, 9, in, out0, NULL), 0);
+            assert_int_equal(call(&fused, 9, in, out1, NULL), 0);
+            int64_t lo = ai ? clamp_bound(0.0f, 0.5f, yzp, ylo, yhi) : clamp_bound(-5.3f, 0.5f, yzp, ylo, yhi);
+            int64_t hi = ai ? yhi : clamp_bound(7.6f, 0.5f, yzp, ylo, yhi);
+            const float *wsc = in[4]->data;
+            int64_t P = s.OH * s.OW, below = 0, above = 0;
+            for (int64_t m = 0; m < s.M; m++)
+                for (int64_t i = 0; i < P; i++) {
+                    int64_t y0 = ival(out0[0], m * P + i), y1 = ival(out1[0], m * P + i);
+                    assert_int_equal(y1, y0 < lo ? lo : y0 > hi ? hi : y0);
+                    below += y0 < lo;
+                    above += y0 > hi;
+                    double acc = conv_ref(&s, in[0], 100, in[3], in[5], 0, m, i / s.OW, i % s.OW) + ival(in[8], m);
+                    double v = acc * 0.05 * wsc[m] / 0.5 + (double)yzp;
+                    v = v < lo ? lo : v > hi ? hi : v;
+                    expect_requant(y1, v, ylo, yhi, m * P + i);
+                }
+            assert_true(below > 0); // the clamp did something on both sides
+            assert_true(ai || above > 0);
+            reel_tensor_free(&out0[0]);
+            reel_tensor_free(&out1[0]);
+        }
+
+    // QLinearMatMul with a Relu, int8 y: nothing below the zero point.
+    const int64_t as[] = { 9, 33 }, bs[] = { 33, 10 };
+    reel_tensor *in[8] = { random_tensor(REEL_DTYPE_UINT8, 2, as, 81, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.02),
+                           scalar(REEL_DTYPE_UINT8, 120), random_tensor(REEL_DTYPE_INT8, 2, bs, 82, -128, 127),
+                           scalar(REEL_DTYPE_FLOAT32, 0.01), scalar(REEL_DTYPE_INT8, 0),
+                           scalar(REEL_DTYPE_FLOAT32, 0.05), scalar(REEL_DTYPE_INT8, -7) };
+    opcall c = { .op = "QLinearMatMul", .n_out = 1, .fused = "Relu" };
+    reel_tensor *out[1];
+    assert_int_equal(call(&c, 8, in, out, NULL), 0);
+    int64_t clamped = 0;
+    for (int64_t m = 0; m < 9; m++)
+        for (int64_t n = 0; n < 10; n++) {
+            double v = mm_ref(in[0], 0, in[2], in[3], 0, in[5], m, n, 33, 10) * 0.02 * 0.01 / 0.05;
+            clamped += v < 0;
+            expect_requant(ival(out[0], m * 10 + n), (v < 0 ? 0 : v) - 7, -128, 127, m * 10 + n);
+        }
+    assert_true(clamped > 0);
+    reel_tensor_free(&out[0]);
+
+    // Another fused activation is refused, naming it.
+    opcall sig = { .op = "QLinearMatMul", .n_out = 1, .fused = "Sigmoid" };
+    reel_tensor *in2[8] = { random_tensor(REEL_DTYPE_UINT8, 2, as, 81, 0, 255), scalar(REEL_DTYPE_FLOAT32, 0.02),
+                            scalar(REEL_DTYPE_UINT8, 120), random_tensor(REEL_DTYPE_INT8, 2, bs, 82, -128, 127),
+                            scalar(REEL_DTYPE_FLOAT32, 0.01), scalar(REEL_DTYPE_INT8, 0),
+                            scalar(REEL_DTYPE_FLOAT32, 0.05), scalar(REEL_DTYPE_INT8, -7) };
+    expect_refusal(&sig, 8, in2, REEL_EUNSUPPORTED, "Sigmoid");
+}
+
 // A layer of a small detector at a low resolution: 3x3, 32 to 32 channels
 // at 80x80, uint8, QLinearConv; prints the time (checked above on smaller shapes).
 static void qlinear_conv_timing(void **state)
@@ -647,6 +739,7 @@ int main(void)
         cmocka_unit_test(qlinear_matmul_random),
         cmocka_unit_test(conv_integer_random),
         cmocka_unit_test(qlinear_conv_random),
+        cmocka_unit_test(qlinear_fused_clamp),
         cmocka_unit_test(qlinear_conv_timing),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
