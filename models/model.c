@@ -80,6 +80,8 @@ static void summarize(reel_model *m)
     s->opset = g->opset;
     s->producer = g->producer;
     s->nodes = (int)g->nodes->len;
+    s->qdq_folded = g->qdq_folded;
+    s->qdq_into = g->qdq_into;
     s->op_histogram = g_hash_table_new(g_str_hash, g_str_equal);
     s->flops = 0;
     for (guint i = 0; i < g->nodes->len; i++) {

@@ -16,9 +16,14 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     reel_ir_value *x = reel_op_input(g, n, 0);
     if (!x)
         NN_FAIL(error, REEL_EINVAL, n, "needs input X");
-    if (x->dtype != REEL_DTYPE_FLOAT32)
-        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported");
     bool is_max = strcmp(n->op, "MaxPool") == 0;
+    // MaxPool also picks 8-bit values as they are (folded QDQ models).
+    bool q8 = x->dtype == REEL_DTYPE_UINT8 || x->dtype == REEL_DTYPE_INT8;
+    if (x->dtype != REEL_DTYPE_FLOAT32 && !(is_max && q8))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported%s", is_max ? " (and uint8, int8)" : "");
+    if (q8 && reel_op_output(g, n, 1))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "output Indices is not supported for %s input",
+                x->dtype == REEL_DTYPE_UINT8 ? "uint8" : "int8");
     if (is_max && reel_ir_attr_int(n, "storage_order", 0) > 1)
         NN_FAIL(error, REEL_EINVAL, n, "storage_order must be 0 or 1");
     if (!is_max && reel_ir_attr_find(n, "dilations")) {
@@ -29,7 +34,7 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
                 NN_FAIL(error, REEL_EINVAL, n, "dilations need opset 19");
     }
     if (x->rank < 0) {
-        reel_op_output(g, n, 0)->dtype = REEL_DTYPE_FLOAT32;
+        reel_op_output(g, n, 0)->dtype = x->dtype;
         reel_op_output(g, n, 0)->rank = -1;
         return 0;
     }
@@ -40,7 +45,7 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     int64_t od[5] = { x->dims[0], x->dims[1] };
     for (int i = 0; i < w.sp; i++)
         od[2 + i] = w.out[3 - w.sp + i];
-    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, x->rank, od);
+    nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, od);
     if (is_max && reel_op_output(g, n, 1))
         nn_set(reel_op_output(g, n, 1), REEL_DTYPE_INT64, x->rank, od);
     return 0;
@@ -131,12 +136,50 @@ static bool maxpool_fast(const reel_ir_node *n, const nn_window *w, const int64_
         && reel_ir_attr_int(n, "storage_order", 0) == 0;
 }
 
+// MaxPool of uint8 or int8 planes: the window's largest byte (padding
+// taps take no part).
+#define MAXPOOL_Q8(name, T)                                                                                      \
+    static void name(const T *x, T *y, const nn_window *w, int64_t planes)                                       \
+    {                                                                                                            \
+        int64_t D = w->in[0], H = w->in[1], W = w->in[2], Pin = D * H * W, P = w->out[0] * w->out[1] * w->out[2]; \
+        for (int64_t p = 0; p < planes; p++, x += Pin, y += P)                                                   \
+            for (int64_t od = 0; od < w->out[0]; od++)                                                           \
+                for (int64_t oh = 0; oh < w->out[1]; oh++)                                                       \
+                    for (int64_t ow = 0; ow < w->out[2]; ow++) {                                                 \
+                        int64_t s0 = od * w->s[0] - w->pb[0], s1 = oh * w->s[1] - w->pb[1];                      \
+                        int64_t s2 = ow * w->s[2] - w->pb[2];                                                    \
+                        int m = -1000;                                                                           \
+                        for (int64_t a = 0; a < w->k[0]; a++) {                                                  \
+                            int64_t id = s0 + a * w->d[0];                                                       \
+                            for (int64_t b = 0; b < w->k[1] && id >= 0 && id < D; b++) {                         \
+                                int64_t ih = s1 + b * w->d[1];                                                   \
+                                for (int64_t e = 0; e < w->k[2] && ih >= 0 && ih < H; e++) {                     \
+                                    int64_t iw = s2 + e * w->d[2];                                               \
+                                    if (iw >= 0 && iw < W && x[(id * H + ih) * W + iw] > m)                      \
+                                        m = x[(id * H + ih) * W + iw];                                           \
+                                }                                                                                \
+                            }                                                                                    \
+                        }                                                                                        \
+                        y[(od * w->out[1] + oh) * w->out[2] + ow] = (T)(m == -1000 ? 0 : m);                    \
+                    }                                                                                            \
+    }
+MAXPOOL_Q8(maxpool_u8, uint8_t)
+MAXPOOL_Q8(maxpool_s8, int8_t)
+
 static int pool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     nn_window w;
     if (pool_window(n, in[0]->rank, in[0]->shape, &w, NULL))
         return REEL_EINVAL;
     bool is_max = strcmp(n->op, "MaxPool") == 0;
+    if (in[0]->dtype == REEL_DTYPE_UINT8 || in[0]->dtype == REEL_DTYPE_INT8) {
+        int64_t planes = in[0]->shape[0] * in[0]->shape[1];
+        if (in[0]->dtype == REEL_DTYPE_UINT8)
+            maxpool_u8(in[0]->data, out[0]->data, &w, planes);
+        else
+            maxpool_s8(in[0]->data, out[0]->data, &w, planes);
+        return 0;
+    }
     if (is_max && maxpool_fast(n, &w, n->n_outputs > 1 && out[1] ? out[1]->data : NULL)) {
         int threads = ctx->workers ? ctx->threads : 1;
         maxpool_job j = { &w, in[0]->data, out[0]->data, in[0]->shape[0] * in[0]->shape[1], 1 };
