@@ -41,8 +41,8 @@ int reel_pass_fuse_activations(reel_ir_graph *g);
 // bias) -> QLinearConv; MatMul, and Gemm without C -> QLinearMatMul; Add,
 // Mul, AveragePool, GlobalAveragePool, Concat, Sigmoid, LeakyRelu -> the
 // com.microsoft QLinear ops; MaxPool, Reshape, Transpose, Flatten, Squeeze,
-// Unsqueeze between the same scale and zero point -> the op on the 8-bit
-// tensor. Only where exact (constant parameters of the right shapes, the
+// Unsqueeze, Pad between the same scale and zero point -> the op on the
+// 8-bit tensor. Only where exact (constant parameters of the right shapes, the
 // op's float output read by the Q alone, matching types); everything else
 // stays float. Adds to g->qdq_folded and g->qdq_into; returns the number
 // of rewritten nodes. Runs after the Conv fusions (a fused Relu/Clip is

@@ -369,6 +369,40 @@ static bool fold_passthrough(fold_ctx *f, reel_ir_node *n)
     return ok;
 }
 
+// Pad (opset 11 on: pads and the constant value are inputs) likewise; a
+// constant mode's value becomes its quantized byte, which is what quantizing
+// the padded float tensor gives there.
+static bool fold_pad(fold_ctx *f, reel_ir_node *n)
+{
+    reel_ir_graph *g = f->g;
+    qparams px, py;
+    int x, qout;
+    reel_ir_node *q;
+    if (g->opset < 11 || n->n_inputs < 2 || n->n_inputs > 3 || n->n_outputs != 1
+        || !single_q(g, n->outputs[0], &py, &qout, &q) || !per_tensor_dq(g, n->inputs[0], &x, &px)
+        || !same_params(g, &px, &py))
+        return false;
+    float v = 0.0f;
+    if (n->n_inputs > 2 && n->inputs[2] >= 0) {
+        const reel_ir_value *cv = reel_ir_value_at(g, n->inputs[2]);
+        if (!cv->constant || cv->constant->dtype != REEL_DTYPE_FLOAT32
+            || reel_tensor_count(cv->constant->rank, cv->constant->shape) != 1)
+            return false;
+        v = *(const float *)cv->constant->data;
+    }
+    float lo = py.dt == REEL_DTYPE_INT8 ? -128.0f : 0.0f, hi = py.dt == REEL_DTYPE_INT8 ? 127.0f : 255.0f;
+    float b = rintf(v / py.s[0]) + (float)zp_at(g, &py, 0);
+    b = b >= lo ? b : lo;
+    b = b <= hi ? b : hi;
+    reel_tensor *t = reel_tensor_new(py.dt, 0, NULL);
+    if (py.dt == REEL_DTYPE_INT8)
+        *(int8_t *)t->data = (int8_t)b;
+    else
+        *(uint8_t *)t->data = (uint8_t)b;
+    int in[3] = { x, n->inputs[1], reel_pass_add_constant(g, n->name, ".value_q", t) };
+    return rewrite(f, n, "Pad", in, 3, q);
+}
+
 static int live_nodes(const reel_ir_graph *g)
 {
     int c = 0;
@@ -424,6 +458,8 @@ int reel_pass_fold_qdq(reel_ir_graph *g)
             fold_unary(&f, n, "com.microsoft:QLinearLeakyRelu");
         else if (is_op(n, "Concat"))
             fold_concat(&f, n);
+        else if (is_op(n, "Pad"))
+            fold_pad(&f, n);
         else
             for (int k = 0; passthrough[k]; k++)
                 if (is_op(n, passthrough[k]) && fold_passthrough(&f, n))

@@ -235,6 +235,22 @@ def models():
     out.append((b, t, rq.transpose(0, 2, 1), {"qdq": 1, "MaxPool": 1, "Reshape": 1, "Transpose": 1, "QuantizeLinear": 1,
                                               "DequantizeLinear": 1}))
 
+    # Pad (constant 0.25), Unsqueeze, Squeeze, Flatten between the same scale and zero point.
+    b, dq, xv, xs = start("pad_flatten")
+    params = act_params(xv)
+    pd = b.node("Pad", [dq, b.const("pads", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)),
+                        b.const("value", np.float32(0.25))], mode="constant")
+    pv = np.pad(xv, ((0, 0), (0, 0), (1, 2), (2, 1)), constant_values=0.25)
+    pdq, pq, _ = b.qdq(pd, pv, params)
+    u = b.node("Unsqueeze", [pdq, b.const("axes", np.array([0], np.int64))])
+    udq, uq, _ = b.qdq(u, pq[None], params)
+    sq = b.node("Squeeze", [udq, b.const("axes", np.array([0], np.int64))])
+    sdq, sqv, _ = b.qdq(sq, uq[0], params)
+    fl = b.node("Flatten", [sdq], axis=2)
+    b.out_params = params
+    out.append((b, fl, sqv.reshape(1 * 8, -1), {"qdq": 1, "Pad": 1, "Unsqueeze": 1, "Squeeze": 1, "Flatten": 1,
+                                                 "QuantizeLinear": 1, "DequantizeLinear": 1}))
+
     # The input's DQ feeds a folded Conv and an Exp that stays float: it stays for the Exp.
     b, dq, xv, xs = start("shared_dq")
     y, yv = conv_block(b, dq, xv, xs, rng.randn(8, 8, 1, 1).astype(np.float32) * 0.3, None)
