@@ -38,8 +38,8 @@ int reel_pass_fuse_activations(reel_ir_graph *g);
 // QDQ models (models/qdq.c): DequantizeLinear -> op -> QuantizeLinear
 // chains become integer ops on the 8-bit tensors, as ONNX Runtime's QDQ
 // transformer makes them: Conv (with a fused Relu/Clip, int32 or float
-// bias) -> QLinearConv; MatMul, and Gemm without C -> QLinearMatMul; Add,
-// Mul, AveragePool, GlobalAveragePool, Concat, Sigmoid, LeakyRelu -> the
+// bias) -> QLinearConv; MatMul, and Gemm without C -> QLinearMatMul; Gemm
+// with C -> com.microsoft QGemm; Add, Mul, AveragePool, GlobalAveragePool, Concat, Sigmoid, LeakyRelu -> the
 // com.microsoft QLinear ops; MaxPool, Reshape, Transpose, Flatten, Squeeze,
 // Unsqueeze, Pad between the same scale and zero point -> the op on the
 // 8-bit tensor. Only where exact (constant parameters of the right shapes, the

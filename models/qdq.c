@@ -262,23 +262,31 @@ static bool fold_matmul(fold_ctx *f, reel_ir_node *n)
     return rewrite(f, n, "QLinearMatMul", in, 8, q);
 }
 
-// Gemm without C (alpha 1, A not transposed) is a MatMul; transB's constant
-// weights are transposed here. With a bias it stays float (QLinearMatMul
-// has no bias input).
+// Gemm (A not transposed, alpha 1): without C a MatMul (transB's constant
+// weights transposed here); with C (beta 1, one value per column: a DQ of
+// int32 at a_scale * b_scale, or float32 quantized so) com.microsoft's
+// QGemm.
 static bool fold_gemm(fold_ctx *f, reel_ir_node *n)
 {
     reel_ir_graph *g = f->g;
     qparams pa, pb, py;
     int a, b, qout;
     reel_ir_node *q;
-    bool tb = reel_ir_attr_int(n, "transB", 0) != 0;
-    if (n->n_inputs < 2 || (n->n_inputs > 2 && n->inputs[2] >= 0) || reel_ir_attr_int(n, "transA", 0) != 0 || reel_ir_attr_float(n, "alpha", 1.0f) != 1.0f
+    bool tb = reel_ir_attr_int(n, "transB", 0) != 0, has_c = n->n_inputs > 2 && n->inputs[2] >= 0;
+    if (n->n_inputs < 2 || n->n_inputs > 3 || reel_ir_attr_int(n, "transA", 0) != 0
+        || reel_ir_attr_float(n, "alpha", 1.0f) != 1.0f || (has_c && reel_ir_attr_float(n, "beta", 1.0f) != 1.0f)
         || !single_q(g, n->outputs[0], &py, &qout, &q) || !per_tensor_dq(g, n->inputs[0], &a, &pa)
         || !weight_dq(g, n->inputs[1], tb ? 0 : 1, &b, &pb))
         return false;
     const reel_tensor *bt = reel_ir_value_at(g, b)->constant;
     if (bt->rank != 2 || reel_ir_value_at(g, a)->rank != 2)
         return false;
+    if (has_c) {
+        int c = conv_bias(f, n, n->inputs[2], &pa, &pb, tb ? bt->shape[0] : bt->shape[1]);
+        int in[9] = { a, pa.scale, zp_value(g, n, &pa), b, pb.scale, zp_value(g, n, &pb), c, py.scale,
+                      zp_value(g, n, &py) };
+        return c >= 0 && rewrite(f, n, "com.microsoft:QGemm", in, 9, q);
+    }
     int bin = b;
     if (tb) {
         int64_t N = bt->shape[0], K = bt->shape[1], shape[2] = { K, N };

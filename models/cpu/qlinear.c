@@ -1,7 +1,7 @@
 // ONNX Runtime's QOperator contrib ops (domain com.microsoft) on 8-bit
 // tensors: QLinearAdd, QLinearMul, QLinearAveragePool,
-// QLinearGlobalAveragePool, QLinearConcat, QLinearSigmoid and
-// QLinearLeakyRelu. uint8 or int8, per-tensor float32 scales and zero points
+// QLinearGlobalAveragePool, QLinearConcat, QLinearSigmoid,
+// QLinearLeakyRelu and QGemm. uint8 or int8, per-tensor float32 scales and zero points
 // (an omitted zero point is 0). Each computes in float what dequantizing,
 // the float op and quantizing again would, rounding half to even and
 // saturating, as ORT's kernels do.
@@ -637,7 +637,201 @@ static int concat_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
 
 static const reel_op op_qlinear_concat = { "com.microsoft:QLinearConcat", concat_infer, NULL, concat_run };
 
+// ---- QGemm: A, a_scale, a_zero_point, B, b_scale, b_zero_point (scalar or
+// one per column), C (int32 at a_scale * b_scale, optional), y_scale,
+// y_zero_point (both, or neither: then Y is float32); alpha, transA,
+// transB. Y = (A'B' + C) * alpha * a_scale * b_scale / y_scale + y_zp, with
+// A' = A - a_zp, B' = B - b_zp; the sums are exact int32.
+
+// |a - za| * |b - zb| <= 65025: K terms stay below 2^31 up to 2^15.
+#define QGEMM_MAX_K 32768
+
+typedef struct qgemm_geom {
+    int64_t M, N, K;
+    bool ta, tb;
+} qgemm_geom;
+
+static bool qgemm_geom_of(const reel_ir_node *n, int ar, const int64_t *ad, int br, const int64_t *bd, qgemm_geom *m)
+{
+    if (ar != 2 || br != 2)
+        return false;
+    m->ta = reel_ir_attr_int(n, "transA", 0) != 0;
+    m->tb = reel_ir_attr_int(n, "transB", 0) != 0;
+    m->M = m->ta ? ad[1] : ad[0];
+    m->K = m->ta ? ad[0] : ad[1];
+    m->N = m->tb ? bd[0] : bd[1];
+    int64_t k2 = m->tb ? bd[1] : bd[0];
+    return m->K < 0 || k2 < 0 || m->K == k2;
+}
+
+static int qgemm_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
+{
+    reel_ir_value *a = reel_op_input(g, n, 0), *b = reel_op_input(g, n, 3), *c = reel_op_input(g, n, 6);
+    reel_ir_value *ys = reel_op_input(g, n, 7), *yz = reel_op_input(g, n, 8);
+    int r = check_q8(n, a, "A", error);
+    if (!r)
+        r = check_q8(n, b, "B", error);
+    if (!r)
+        r = check_param(g, n, 1, 2, a->dtype, false, error);
+    if (r)
+        return r;
+    reel_ir_value *bs = reel_op_input(g, n, 4), *bz = reel_op_input(g, n, 5);
+    if (!bs || bs->dtype != REEL_DTYPE_FLOAT32 || (bs->rank >= 0 && bs->rank > 1))
+        NN_FAIL(error, REEL_EINVAL, n, "b_scale must be a float32 scalar or vector");
+    if (bz && (bz->dtype != b->dtype || (bz->rank >= 0 && bz->rank > 1)))
+        NN_FAIL(error, REEL_EINVAL, n, "b_zero_point must be a scalar or vector of B's type");
+    if (!ys != !yz)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "y_scale and y_zero_point come together (quantized Y) or not at all "
+                "(float Y)");
+    if (ys && (r = check_param(g, n, 7, 8, yz->dtype, true, error)))
+        return r;
+    if (c && c->dtype != REEL_DTYPE_INT32)
+        NN_FAIL(error, REEL_EINVAL, n, "C must be int32");
+    reel_ir_value *y = reel_op_output(g, n, 0);
+    reel_dtype dt = yz ? yz->dtype : REEL_DTYPE_FLOAT32;
+    if (a->rank < 0 || b->rank < 0) {
+        nn_set(y, dt, -1, NULL);
+        return 0;
+    }
+    qgemm_geom m;
+    if (!qgemm_geom_of(n, a->rank, a->dims, b->rank, b->dims, &m))
+        NN_FAIL(error, REEL_EINVAL, n, "A and B must be matrices with matching inner dims");
+    if (m.K > QGEMM_MAX_K)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "a reduction of %" G_GINT64_FORMAT " terms could overflow int32", m.K);
+    int64_t nb = bs->rank >= 0 ? reel_tensor_count(bs->rank, bs->dims) : -1;
+    if (nb > 1 && m.N >= 0 && nb != m.N)
+        NN_FAIL(error, REEL_EINVAL, n, "%" G_GINT64_FORMAT " b scales for %" G_GINT64_FORMAT " columns", nb, m.N);
+    if (c && c->rank > 2)
+        NN_FAIL(error, REEL_EINVAL, n, "C must have rank 0 to 2");
+    int64_t od[2] = { m.M, m.N };
+    nn_set(y, dt, 2, od);
+    return 0;
+}
+
+static size_t qgemm_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out)
+{
+    (void)out;
+    qgemm_geom m;
+    if (!qgemm_geom_of(n, in[0]->rank, in[0]->shape, in[3]->rank, in[3]->shape, &m))
+        return 0;
+    return 2 * (size_t)(m.M * m.K + m.N * m.K) + 64;
+}
+
+typedef struct qgemm_job {
+    const qgemm_geom *m;
+    const int16_t *A, *B;       // A' [M, K], B' transposed [N, K]
+    const reel_tensor *C;       // int32, broadcast to [M, N], or NULL
+    const float *mult;          // per column, or one
+    int64_t n_mult, cols_per_task;
+    float zp, lo, hi;
+    reel_dtype dt;              // uint8, int8, or float32
+    void *Y;
+} qgemm_job;
+
+TARGETS static int32_t dot16(const int16_t *restrict a, const int16_t *restrict b, int64_t K)
+{
+    int32_t s = 0;
+    for (int64_t k = 0; k < K; k++)
+        s += (int32_t)a[k] * b[k];
+    return s;
+}
+
+static int32_t bias_at(const reel_tensor *c, int64_t i, int64_t j, int64_t N)
+{
+    if (!c)
+        return 0;
+    const int32_t *d = c->data;
+    int64_t cnt = count_of(c);
+    if (cnt == 1)
+        return d[0];
+    if (c->rank == 1 || c->shape[0] == 1)
+        return d[j];
+    if (c->shape[1] == 1)
+        return d[i];
+    return d[i * N + j];
+}
+
+static void qgemm_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const qgemm_job *j = arg;
+    const qgemm_geom *m = j->m;
+    int64_t c0 = task * j->cols_per_task, c1 = MIN(m->N, c0 + j->cols_per_task);
+    for (int64_t i = 0; i < m->M; i++)
+        for (int64_t c = c0; c < c1; c++) {
+            int32_t acc = dot16(j->A + i * m->K, j->B + c * m->K, m->K) + bias_at(j->C, i, c, m->N);
+            float v = (float)acc * j->mult[j->n_mult == 1 ? 0 : c];
+            int64_t o = i * m->N + c;
+            if (j->dt == REEL_DTYPE_FLOAT32)
+                ((float *)j->Y)[o] = v;
+            else if (j->dt == REEL_DTYPE_INT8)
+                ((int8_t *)j->Y)[o] = (int8_t)sat(rintf(v) + j->zp, j->lo, j->hi);
+            else
+                ((uint8_t *)j->Y)[o] = (uint8_t)sat(rintf(v) + j->zp, j->lo, j->hi);
+        }
+}
+
+static int qgemm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
+                     const reel_exec_ctx *ctx)
+{
+    const reel_tensor *a = in[0], *b = in[3], *bs = in[4], *bz = n->n_inputs > 5 ? in[5] : NULL;
+    const reel_tensor *c = n->n_inputs > 6 ? in[6] : NULL, *ys = n->n_inputs > 7 ? in[7] : NULL;
+    qgemm_geom m;
+    qparam pa;
+    if (!qgemm_geom_of(n, a->rank, a->shape, b->rank, b->shape, &m) || m.K > QGEMM_MAX_K || qparam_of(n, in, 1, 2, &pa))
+        return REEL_EINVAL;
+    int64_t nb = count_of(bs), nz = bz ? count_of(bz) : 1;
+    if ((nb != 1 && nb != m.N) || (nz != 1 && nz != m.N) || (ys && count_of(ys) != 1))
+        return REEL_EINVAL;
+    if (c) {
+        int64_t cnt = count_of(c);
+        bool ok = cnt == 1 || (c->rank == 1 && cnt == m.N)
+                  || (c->rank == 2 && ((c->shape[0] == 1 && c->shape[1] == m.N) || (c->shape[0] == m.M && c->shape[1] == 1)
+                                       || (c->shape[0] == m.M && c->shape[1] == m.N)));
+        if (!ok)
+            return REEL_EINVAL;
+    }
+    if (m.M * m.N == 0)
+        return 0;
+    if (ctx->scratch_size < 2 * (size_t)(m.M * m.K + m.N * m.K))
+        return REEL_EINVAL;
+    int16_t *A = ctx->scratch, *B = A + m.M * m.K;
+    bool as8 = a->dtype == REEL_DTYPE_INT8, bs8 = b->dtype == REEL_DTYPE_INT8;
+    for (int64_t i = 0; i < m.M; i++)
+        for (int64_t k = 0; k < m.K; k++)
+            A[i * m.K + k] = (int16_t)(q8_at(a->data, as8, m.ta ? k * m.M + i : i * m.K + k) - pa.zp);
+    for (int64_t j = 0; j < m.N; j++) {
+        float zb = !bz ? 0.0f : q8_at(bz->data, bz->dtype == REEL_DTYPE_INT8, nz == 1 ? 0 : j);
+        for (int64_t k = 0; k < m.K; k++)
+            B[j * m.K + k] = (int16_t)(q8_at(b->data, bs8, m.tb ? j * m.K + k : k * m.N + j) - zb);
+    }
+    float alpha = reel_ir_attr_float(n, "alpha", 1.0f), y_scale = ys ? *(const float *)ys->data : 1.0f;
+    float *mult = g_new(float, nb);
+    for (int64_t j = 0; j < nb; j++)
+        mult[j] = alpha * pa.scale * ((const float *)bs->data)[j] / y_scale;
+    qgemm_job j = { .m = &m, .A = A, .B = B, .C = c, .mult = mult, .n_mult = nb, .dt = out[0]->dtype,
+                    .Y = out[0]->data };
+    if (ys) {
+        qparam py;
+        if (qparam_of(n, in, 7, 8, &py)) {
+            g_free(mult);
+            return REEL_EINVAL;
+        }
+        j.zp = py.zp;
+        qrange(out[0]->dtype, &j.lo, &j.hi);
+    }
+    int threads = ctx->workers ? ctx->threads : 1;
+    j.cols_per_task = MAX(MAX(1, m.N / (4 * threads)), 16384 / MAX(1, m.M * m.K));
+    j.cols_per_task = MIN(j.cols_per_task, m.N);
+    nn_parallel(ctx, (int)((m.N + j.cols_per_task - 1) / j.cols_per_task), qgemm_task, &j);
+    g_free(mult);
+    return 0;
+}
+
+static const reel_op op_qgemm = { "com.microsoft:QGemm", qgemm_infer, qgemm_scratch, qgemm_run };
+
 const reel_op *const reel_ops_qlinear[] = {
+    &op_qgemm,
     &op_qlinear_add, &op_qlinear_mul, &op_qlinear_sigmoid, &op_qlinear_leaky_relu, &op_qlinear_gap,
     &op_qlinear_ap, &op_qlinear_concat, NULL,
 };

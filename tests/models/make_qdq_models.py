@@ -196,12 +196,21 @@ def models():
     wdq, wv, _ = b.weight(w, axis=0)
     out.append((b, b.node("Gemm", [dq, wdq], transB=1), av @ wv.T, {"QLinearMatMul": 1, "Gemm": 0}))
 
-    # A Gemm with a bias stays float (QLinearMatMul has no bias).
+    # Gemm with a bias: com.microsoft's QGemm (an int32 bias as is, a float one quantized).
     b, dq, av, xs = start("gemm_bias", shape=a.shape)
     wdq, wv, ws = b.weight(w, axis=0)
     bias = rng.randn(20).astype(np.float32) * 0.1
     bdq, bv = b.bias(bias, xs, ws)
-    out.append((b, b.node("Gemm", [dq, wdq, bdq], transB=1), av @ wv.T + bv, {"qdq": 0, "Gemm": 1, "QLinearMatMul": 0}))
+    out.append((b, b.node("Gemm", [dq, wdq, bdq], transB=1), av @ wv.T + bv, {"com.microsoft:QGemm": 1, "Gemm": 0}))
+    b, dq, av, xs = start("gemm_float_bias", shape=a.shape)
+    wdq, wv, ws = b.weight(w.T.copy(), axis=1)
+    out.append((b, b.node("Gemm", [dq, wdq, b.const("c", bias.reshape(1, 20))]), av @ wv + bias,
+                {"com.microsoft:QGemm": 1, "Gemm": 0}))
+    # alpha 2 with a bias stays float.
+    b, dq, av, xs = start("gemm_alpha", shape=a.shape)
+    wdq, wv, ws = b.weight(w, axis=0)
+    out.append((b, b.node("Gemm", [dq, wdq, b.const("c", bias)], transB=1, alpha=2.0), 2 * av @ wv.T + bias,
+                {"qdq": 0, "Gemm": 1, "com.microsoft:QGemm": 0}))
 
     b, dq, xv, xs = start("avgpool")
     p = b.node("AveragePool", [dq], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -314,6 +323,25 @@ def contrib_models():
         ys, yz = act_params(1 / (1 + np.exp(-xv)), dt)
         ysn, yzn = b.const("ys", ys), b.const("yz", yz)
         out.append(close(b, ms(b, "QLinearSigmoid", [q, sn, zn, ysn, yzn]), None, ysn, yzn))
+        # QGemm on the input seen as [6, 100]: quantized Y, then float Y (no y_scale, y_zero_point).
+        for float_y in (False, True):
+            b, q, sn, zn, xv = start("qgemm_float" if float_y else "qgemm")
+            a2 = b.node("Reshape", [q, b.const("shape", np.array([6, 100], np.int64))])
+            wq, ws, wz = weight_params(rng.randn(12, 100).astype(np.float32) * 0.1, axis=0)
+            cq = rng.randint(-2000, 2000, size=12).astype(np.int32)
+            yv = (xv.reshape(6, 100) @ (wq.astype(np.float32) * ws[:, None]).T) + cq * float(b.values[sn]) * ws
+            ins = [a2, sn, zn, b.const("b", wq), b.const("bs", ws), b.const("bz", wz), b.const("c", cq)]
+            if float_y:
+                b.node("QGemm", ins, ["output"], domain="com.microsoft", transB=1)
+                o = helper.make_tensor_value_info("output", TensorProto.FLOAT, None)
+                gr = helper.make_graph(b.nodes, b.name, [b.input], [o], b.inits)
+                # The step: float Y is exact up to float rounding; one step of a fine scale.
+                out.append((b, helper.make_model(gr, opset_imports=OPSET, producer_name="make_qdq_models"),
+                            float(np.max(np.abs(yv))) * 1e-5))
+                continue
+            ys, yz = act_params(yv, dt)
+            ysn, yzn = b.const("ys", ys), b.const("yz", yz)
+            out.append(close(b, ms(b, "QGemm", ins + [ysn, yzn], transB=1), None, ysn, yzn))
         b, q, sn, zn, xv = start("leaky_relu")
         ysn, yzn = sn, zn
         out.append(close(b, ms(b, "QLinearLeakyRelu", [q, sn, zn, ysn, yzn], alpha=0.2), None, ysn, yzn))
