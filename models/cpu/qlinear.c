@@ -412,13 +412,24 @@ static int gap_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *c
 static const reel_op op_qlinear_gap = { "com.microsoft:QLinearGlobalAveragePool", gap_infer, NULL, gap_run };
 
 // ---- QLinearAveragePool: X, x_scale, x_zero_point, y_scale, y_zero_point;
-// AveragePool's attributes (channels_last 0 only).
+// AveragePool's attributes, and channels_last (X is N, spatial..., C).
+
+// The dims of x in N, C, spatial... order.
+static void ap_nchw(bool cl, int rank, const int64_t *x, int64_t *d)
+{
+    d[0] = x[0];
+    d[1] = cl ? x[rank - 1] : x[1];
+    for (int i = 2; i < rank; i++)
+        d[i] = cl ? x[i - 1] : x[i];
+}
 
 static int ap_window(const reel_ir_node *n, int rank, const int64_t *x, nn_window *w, GError **error)
 {
     if (rank < 3 || rank > 5)
         NN_FAIL(error, REEL_EUNSUPPORTED, n, "input rank %d (3 to 5 supported)", rank);
-    return nn_window_init(n, rank - 2, x + 2, NULL, true, w, error);
+    int64_t d[5];
+    ap_nchw(reel_ir_attr_int(n, "channels_last", 0) != 0, rank, x, d);
+    return nn_window_init(n, rank - 2, d + 2, NULL, true, w, error);
 }
 
 static int ap_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
@@ -431,8 +442,9 @@ static int ap_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
         r = check_param(g, n, 3, 4, x->dtype, false, error);
     if (r)
         return r;
-    if (reel_ir_attr_int(n, "channels_last", 0) != 0)
-        NN_FAIL(error, REEL_EUNSUPPORTED, n, "channels_last = 1 is not supported");
+    int64_t cl = reel_ir_attr_int(n, "channels_last", 0);
+    if (cl != 0 && cl != 1)
+        NN_FAIL(error, REEL_EINVAL, n, "channels_last must be 0 or 1");
     if (x->rank < 0) {
         nn_set(reel_op_output(g, n, 0), x->dtype, -1, NULL);
         return 0;
@@ -440,9 +452,11 @@ static int ap_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     nn_window w;
     if ((r = ap_window(n, x->rank, x->dims, &w, error)))
         return r;
-    int64_t od[5] = { x->dims[0], x->dims[1] };
+    int64_t od[5];
+    od[0] = x->dims[0];
+    od[cl ? x->rank - 1 : 1] = cl ? x->dims[x->rank - 1] : x->dims[1];
     for (int i = 0; i < w.sp; i++)
-        od[2 + i] = w.out[3 - w.sp + i];
+        od[(cl ? 1 : 2) + i] = w.out[3 - w.sp + i];
     nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, od);
     return 0;
 }
@@ -451,8 +465,8 @@ typedef struct ap_job {
     const nn_window *w;
     const void *X;
     void *Y;
-    bool s8, include_pad;
-    int64_t planes, per_task;
+    bool s8, include_pad, cl;
+    int64_t C, planes, per_task;
     float mult, zx, zy, lo, hi; // mult = x_scale / y_scale
 } ap_job;
 
@@ -463,7 +477,10 @@ static void ap_task(void *arg, int task, int worker)
     const nn_window *w = j->w;
     int64_t D = w->in[0], H = w->in[1], W = w->in[2], Pin = D * H * W, P = w->out[0] * w->out[1] * w->out[2];
     int64_t p0 = task * j->per_task, p1 = MIN(j->planes, p0 + j->per_task);
-    for (int64_t p = p0; p < p1; p++)
+    for (int64_t p = p0; p < p1; p++) {
+        // Plane p (image, channel): its first element and the step between pixels.
+        int64_t img = p / j->C, ch = p % j->C, st = j->cl ? j->C : 1;
+        int64_t xbase = j->cl ? img * Pin * j->C + ch : p * Pin, ybase = j->cl ? img * P * j->C + ch : p * P;
         for (int64_t od = 0; od < w->out[0]; od++)
             for (int64_t oh = 0; oh < w->out[1]; oh++)
                 for (int64_t ow = 0; ow < w->out[2]; ow++) {
@@ -489,7 +506,7 @@ static void ap_task(void *arg, int task, int worker)
                                 int64_t iw = s0[2] + e * w->d[2];
                                 if (iw < 0 || iw >= W)
                                     continue;
-                                acc += (int32_t)q8_at(j->X, j->s8, p * Pin + (id * H + ih) * W + iw);
+                                acc += (int32_t)q8_at(j->X, j->s8, xbase + ((id * H + ih) * W + iw) * st);
                                 count++;
                             }
                         }
@@ -498,12 +515,13 @@ static void ap_task(void *arg, int task, int worker)
                     int64_t div = j->include_pad ? padded : count;
                     float sum = (float)acc - j->zx * (float)count;
                     float v = div ? sat(rintf(sum * j->mult / (float)div) + j->zy, j->lo, j->hi) : j->zy;
-                    int64_t o = p * P + (od * w->out[1] + oh) * w->out[2] + ow;
+                    int64_t o = ybase + ((od * w->out[1] + oh) * w->out[2] + ow) * st;
                     if (j->s8)
                         ((int8_t *)j->Y)[o] = (int8_t)v;
                     else
                         ((uint8_t *)j->Y)[o] = (uint8_t)v;
                 }
+    }
 }
 
 static int ap_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
@@ -513,9 +531,11 @@ static int ap_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *co
     const reel_tensor *x = in[0];
     if (qparam_of(n, in, 1, 2, &px) || qparam_of(n, in, 3, 4, &py) || ap_window(n, x->rank, x->shape, &w, NULL))
         return REEL_EINVAL;
+    bool cl = reel_ir_attr_int(n, "channels_last", 0) != 0;
+    int64_t C = cl ? x->shape[x->rank - 1] : x->shape[1];
     ap_job j = { .w = &w, .X = x->data, .Y = out[0]->data, .s8 = x->dtype == REEL_DTYPE_INT8,
-                 .include_pad = reel_ir_attr_int(n, "count_include_pad", 0) != 0,
-                 .planes = x->shape[0] * x->shape[1], .mult = px.scale / py.scale, .zx = px.zp, .zy = py.zp };
+                 .include_pad = reel_ir_attr_int(n, "count_include_pad", 0) != 0, .cl = cl, .C = MAX(1, C),
+                 .planes = x->shape[0] * C, .mult = px.scale / py.scale, .zx = px.zp, .zy = py.zp };
     qrange(x->dtype, &j.lo, &j.hi);
     if (count_of(out[0]) == 0)
         return 0;

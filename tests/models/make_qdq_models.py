@@ -309,6 +309,14 @@ def contrib_models():
         ysn, yzn = b.const("ys", np.float32(float(act_params(xv, dt)[0]) * 0.7)), b.const("yz", act_params(xv, dt)[1])
         out.append(close(b, ms(b, "QLinearAveragePool", [q, sn, zn, ysn, yzn], kernel_shape=[3, 3], strides=[2, 2],
                                pads=[1, 1, 1, 1], count_include_pad=1), None, ysn, yzn))
+        b, q, sn, zn, xv = start("avgpool_nhwc")
+        ysn, yzn = b.const("ys", np.float32(float(act_params(xv, dt)[0]) * 0.8)), b.const("yz", act_params(xv, dt)[1])
+        out.append(close(b, ms(b, "QLinearAveragePool", [q, sn, zn, ysn, yzn], kernel_shape=[2, 3], strides=[2, 1],
+                               pads=[0, 1, 1, 0], channels_last=1), None, ysn, yzn))
+        b, q, sn, zn, xv = start("global_avgpool_nhwc")
+        ys, yz = act_params(xv.mean(axis=(1, 2)), dt)
+        ysn, yzn = b.const("ys", ys), b.const("yz", yz)
+        out.append(close(b, ms(b, "QLinearGlobalAveragePool", [q, sn, zn, ysn, yzn], channels_last=1), None, ysn, yzn))
         b, q, sn, zn, xv = start("global_avgpool")
         ys, yz = act_params(xv.mean(axis=(2, 3)), dt)
         ysn, yzn = b.const("ys", ys), b.const("yz", yz)
