@@ -267,6 +267,39 @@ def models():
     e = b.node("Exp", [dq])
     out.append((b, b.node("Add", [ydq, e]), yq + np.exp(xv), {"QLinearConv": 1, "Exp": 1, "Add": 1,
                                                               "DequantizeLinear": 3}))
+    # A small network: stem, three residual blocks, depthwise and pointwise convs, MaxPool,
+    # GlobalAveragePool, Flatten and a classifier Gemm; every op folds.
+    b, dq, xv, xs = start("small_net", shape=(1, 16, 56, 56))
+
+    def conv(dq, xv, xs, m, k, act=None, stride=1, group=1):
+        c = xv.shape[1]
+        w = rng.randn(m, c // group, k, k).astype(np.float32) * np.sqrt(2.0 / (c // group * k * k))
+        y, yv = conv_block(b, dq, xv, xs, w, rng.randn(m).astype(np.float32) * 0.05, stride, k // 2, group, act)
+        ydq, yq, (ys, _) = b.qdq(y, yv)
+        return ydq, yq, ys
+
+    h, hv, hs = conv(dq, xv, xs, 32, 3, "relu")
+    for _ in range(3):
+        t, tv, ts = conv(h, hv, hs, 32, 3, "relu")
+        t, tv, ts = conv(t, tv, ts, 32, 3)
+        s_ = b.node("Add", [t, h])
+        h, hv, (hs, _) = b.qdq(s_, tv + hv)
+    h, hv, hs = conv(h, hv, hs, 32, 3, "relu6", stride=2, group=32)
+    h, hv, hs = conv(h, hv, hs, 64, 1, "relu")
+    params = act_params(hv)
+    mp = b.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    mv = hv.reshape(1, 64, 14, 2, 14, 2).max(axis=(3, 5))
+    h, hv, (hs, _) = b.qdq(mp, mv, params)
+    g = b.node("GlobalAveragePool", [h])
+    h, hv, (hs, _) = b.qdq(g, hv.mean(axis=(2, 3), keepdims=True))
+    fl = b.node("Flatten", [h])
+    h, hv, (hs, _) = b.qdq(fl, hv.reshape(1, 64), act_params(hv))
+    wdq, wv, ws = b.weight(rng.randn(10, 64).astype(np.float32) * 0.2, axis=0)
+    bdq, bv = b.bias(rng.randn(10).astype(np.float32) * 0.1, hs, ws)
+    out.append((b, b.node("Gemm", [h, wdq, bdq], transB=1), hv @ wv.T + bv,
+                {"QLinearConv": 9, "com.microsoft:QLinearAdd": 3, "com.microsoft:QGemm": 1, "MaxPool": 1,
+                 "com.microsoft:QLinearGlobalAveragePool": 1, "Flatten": 1, "Conv": 0, "Add": 0, "Gemm": 0,
+                 "QuantizeLinear": 1, "DequantizeLinear": 1}))
     return out
 
 
