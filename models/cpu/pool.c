@@ -166,6 +166,25 @@ static bool maxpool_fast(const reel_ir_node *n, const nn_window *w, const int64_
 MAXPOOL_Q8(maxpool_u8, uint8_t)
 MAXPOOL_Q8(maxpool_s8, int8_t)
 
+typedef struct maxpool_q8_job {
+    const nn_window *w;
+    const uint8_t *X;
+    uint8_t *Y;
+    bool s8;
+    int64_t planes, per_task, Pin, P;
+} maxpool_q8_job;
+
+static void maxpool_q8_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const maxpool_q8_job *j = arg;
+    int64_t p0 = task * j->per_task, n = MIN(j->planes - p0, j->per_task);
+    if (j->s8)
+        maxpool_s8((const int8_t *)j->X + p0 * j->Pin, (int8_t *)j->Y + p0 * j->P, j->w, n);
+    else
+        maxpool_u8(j->X + p0 * j->Pin, j->Y + p0 * j->P, j->w, n);
+}
+
 static int pool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     nn_window w;
@@ -173,11 +192,14 @@ static int pool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
         return REEL_EINVAL;
     bool is_max = strcmp(n->op, "MaxPool") == 0;
     if (in[0]->dtype == REEL_DTYPE_UINT8 || in[0]->dtype == REEL_DTYPE_INT8) {
-        int64_t planes = in[0]->shape[0] * in[0]->shape[1];
-        if (in[0]->dtype == REEL_DTYPE_UINT8)
-            maxpool_u8(in[0]->data, out[0]->data, &w, planes);
-        else
-            maxpool_s8(in[0]->data, out[0]->data, &w, planes);
+        int threads = ctx->workers ? ctx->threads : 1;
+        maxpool_q8_job j = { &w, in[0]->data, out[0]->data, in[0]->dtype == REEL_DTYPE_INT8,
+                             in[0]->shape[0] * in[0]->shape[1], 1, w.in[0] * w.in[1] * w.in[2],
+                             w.out[0] * w.out[1] * w.out[2] };
+        if (j.planes == 0 || j.P == 0)
+            return 0;
+        j.per_task = MAX(1, j.planes / (4 * threads));
+        nn_parallel(ctx, (int)((j.planes + j.per_task - 1) / j.per_task), maxpool_q8_task, &j);
         return 0;
     }
     if (is_max && maxpool_fast(n, &w, n->n_outputs > 1 && out[1] ? out[1]->data : NULL)) {

@@ -94,6 +94,42 @@ static void table_apply(const uint8_t table[256], const void *x, void *y, int64_
         d[i] = table[s[i]];
 }
 
+// table_apply over rows of row_len bytes (x and y rows x_stride and
+// y_stride apart), the rows split over the workers.
+typedef struct table_job {
+    const uint8_t *table, *X;
+    uint8_t *Y;
+    int64_t rows, row_len, x_stride, y_stride, rows_per_task;
+} table_job;
+
+static void table_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const table_job *j = arg;
+    int64_t r0 = task * j->rows_per_task, r1 = MIN(j->rows, r0 + j->rows_per_task);
+    for (int64_t r = r0; r < r1; r++)
+        table_apply(j->table, j->X + r * j->x_stride, j->Y + r * j->y_stride, j->row_len);
+}
+
+static void table_rows(const reel_exec_ctx *ctx, const uint8_t table[256], const void *x, void *y, int64_t rows,
+                       int64_t row_len, int64_t x_stride, int64_t y_stride)
+{
+    if (rows == 1 && row_len > 65536) {
+        // One long row: rows of 16K.
+        int64_t full = row_len / 16384, done = full * 16384;
+        table_rows(ctx, table, x, y, full, 16384, 16384, 16384);
+        table_apply(table, (const uint8_t *)x + done, (uint8_t *)y + done, row_len - done);
+        return;
+    }
+    int threads = ctx->workers ? ctx->threads : 1;
+    table_job j = { .table = table, .X = x, .Y = y, .rows = rows, .row_len = row_len, .x_stride = x_stride,
+                    .y_stride = y_stride };
+    if (rows <= 0)
+        return;
+    j.rows_per_task = MIN(rows, MAX(MAX(1, rows / (4 * threads)), 16384 / MAX(1, row_len)));
+    nn_parallel(ctx, (int)((rows + j.rows_per_task - 1) / j.rows_per_task), table_task, &j);
+}
+
 // ---- QLinearAdd, QLinearMul: A, A_scale, A_zero_point, B, B_scale,
 // B_zero_point, C_scale, C_zero_point (zero points optional), broadcast.
 
@@ -275,7 +311,6 @@ static int unary_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 static int unary_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
                      const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     qparam px, py;
     if (qparam_of(n, in, 1, 2, &px) || qparam_of(n, in, 3, 4, &py))
         return REEL_EINVAL;
@@ -289,7 +324,7 @@ static int unary_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
         float q = sat(rintf(v / py.scale) + py.zp, lo, hi);
         table[b] = s8 ? (uint8_t)(int8_t)q : (uint8_t)q;
     }
-    table_apply(table, in[0]->data, out[0]->data, count_of(in[0]));
+    table_rows(ctx, table, in[0]->data, out[0]->data, 1, count_of(in[0]), 0, 0);
     return 0;
 }
 
@@ -610,7 +645,6 @@ static int concat_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 static int concat_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out,
                       const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     qparam py;
     const reel_tensor *y = out[0];
     if (qparam_of(n, in, 0, 1, &py) || y->rank < 1)
@@ -644,12 +678,11 @@ static int concat_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
                 table[b] = s8 ? (uint8_t)(int8_t)q : (uint8_t)q;
             }
         const uint8_t *X = x->data;
-        for (int64_t o = 0; o < outer; o++) {
-            if (same)
+        if (same)
+            for (int64_t o = 0; o < outer; o++)
                 memcpy(Y + o * yrow + at, X + o * xrow, (size_t)xrow);
-            else
-                table_apply(table, X + o * xrow, Y + o * yrow + at, xrow);
-        }
+        else
+            table_rows(ctx, table, X, Y + at, outer, xrow, xrow, yrow);
         at += xrow;
     }
     return at == yrow ? 0 : REEL_EINVAL;

@@ -9,6 +9,7 @@
 #                                         NAME STEP OP=COUNT...  (STEP: the output's scale; the op
 #                                         counts `reel model info` must show after folding, and qdq=1
 #                                         where it reports a fold, qdq=0 where nothing folds)
+#                                         DIR/refusals.txt: NAME NODE (models reel refuses, naming NODE)
 #   python3 make_qdq_models.py compare A_DIR B_DIR STEP
 #                                         every output in B has a twin in A within STEP (one quantization step)
 import os
@@ -389,6 +390,36 @@ def contrib_models():
     return out
 
 
+def bad_models():
+    """com.microsoft nodes reel must refuse at load, naming them: (builder, model, node name)."""
+    out = []
+    x = rng.rand(1, 4, 6, 6).astype(np.float32)
+
+    def make(name, op, extra, **attrs):
+        b = Builder(f"bad_{name}", x)
+        s, z = act_params(x)
+        sn, zn = b.const("scale", s), b.const("zp", z)
+        q = b.node("QuantizeLinear", [b.input.name, sn, zn])
+        y = b.node(op, extra(b, q, sn, zn), domain="com.microsoft", **attrs)
+        node = b.nodes[-1].name
+        b.node("DequantizeLinear", [y, sn, zn], ["output"])
+        o = helper.make_tensor_value_info("output", TensorProto.FLOAT, None)
+        g = helper.make_graph(b.nodes, b.name, [b.input], [o], b.inits)
+        out.append((b, helper.make_model(g, opset_imports=OPSET, producer_name="make_qdq_models"), node))
+
+    make("avgpool_channels_last", "QLinearAveragePool", lambda b, q, s, z: [q, s, z, s, z], kernel_shape=[2, 2],
+         channels_last=2)
+    make("add_types", "QLinearAdd",
+         lambda b, q, s, z: [q, s, z, b.const("b", np.zeros((4, 1, 1), np.int8)), s, b.const("bz", np.int8(0)), s, z])
+    make("concat_no_axis", "QLinearConcat", lambda b, q, s, z: [s, z, q, s, z, q, s, z])
+    make("sigmoid_vector_scale", "QLinearSigmoid",
+         lambda b, q, s, z: [q, b.const("s2", np.array([0.1, 0.2], np.float32)), z, s, z])
+    make("qgemm_y_scale_alone", "QGemm",
+         lambda b, q, s, z: [b.node("Reshape", [q, b.const("shape", np.array([4, 36], np.int64))]), s, z,
+                             b.const("w", np.ones((36, 3), np.int8)), s, b.const("wz", np.int8(0)), "", s])
+    return out
+
+
 def write(d):
     os.makedirs(d, exist_ok=True)
     lines = []
@@ -404,6 +435,10 @@ def write(d):
         lines.append(f"{b.name} {step!r}")
     with open(os.path.join(d, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    with open(os.path.join(d, "refusals.txt"), "w") as f:
+        for b, model, node in bad_models():
+            save(model, os.path.join(d, b.name + ".onnx"))
+            f.write(f"{b.name} {node}\n")
 
 
 def compare(a_dir, b_dir, step):

@@ -6,7 +6,8 @@
 # REEL_QDQ_FOLD=0 no fold; the folded outputs are within one quantization
 # step of the output's scale of the float path's (REEL_QDQ_FOLD=0) and of
 # ONNX Runtime's. The com.microsoft models (Q, the op, DQ; uint8 and int8)
-# against ONNX Runtime, within one step. ORT comes from cache/ort
+# against ONNX Runtime, within one step; malformed com.microsoft nodes are
+# refused at load naming the node. ORT comes from cache/ort
 # (scripts/fetch-models --ort); without it those comparisons skip.
 # Usage: test_qdq.sh REEL SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -56,5 +57,18 @@ while read -r name step expect; do
     compare "$name" "reel vs ONNX Runtime" "$out/fold" "$out/ort" "$step"
   fi
 done <"$work/models/manifest.txt"
+# Bad com.microsoft nodes: refused at load with the node named, no crash.
+while read -r name node; do
+  set +e
+  msg=$("$reel" model info "$work/models/$name.onnx" 2>&1)
+  rc=$?
+  set -e
+  if [ "$rc" = 1 ] && grep -q "node '$node' (com.microsoft:" <<<"$msg"; then
+    ok
+  else
+    bad "$name: expected a refusal naming node '$node' (exit 1), got exit $rc: $msg"
+  fi
+  echo "$name: ${msg##*: }"
+done <"$work/models/refusals.txt"
 [ "$have_ort" = 1 ] || skip_check "no ONNX Runtime in $ort or no node: the comparisons with it did not run"
 finish
