@@ -170,18 +170,30 @@ typedef struct qbin {
     float ra, rb, za, zb, zc, lo, hi; // Add: ra = sa/sc, rb = sb/sc; Mul: ra = sa*sb/sc
 } qbin;
 
-// n outputs from a (stride sa: 0 or 1) and b (sb).
+// n outputs from a (stride sa: 0 or 1) and b (sb); a loop per stride
+// pattern so that each vectorizes.
+#define QBIN_LOOP(T, EA, EB)                                                                                   \
+    do {                                                                                                       \
+        if (q->mul)                                                                                            \
+            for (int64_t i = 0; i < n; i++)                                                                    \
+                y[i] = (T)sat(rintf(((float)(EA) - za) * ((float)(EB) - zb) * ra) + zc, lo, hi);               \
+        else                                                                                                   \
+            for (int64_t i = 0; i < n; i++)                                                                    \
+                y[i] = (T)sat(rintf(ra * ((float)(EA) - za) + rb * ((float)(EB) - zb)) + zc, lo, hi);          \
+    } while (0)
 #define QBIN_ROW(name, T)                                                                                        \
     TARGETS static void name(const qbin *q, const T *restrict a, int64_t sa, const T *restrict b, int64_t sb,     \
                              T *restrict y, int64_t n)                                                             \
     {                                                                                                              \
         float ra = q->ra, rb = q->rb, za = q->za, zb = q->zb, zc = q->zc, lo = q->lo, hi = q->hi;                  \
-        if (q->mul)                                                                                                \
-            for (int64_t i = 0; i < n; i++)                                                                        \
-                y[i] = (T)sat(rintf(((float)a[i * sa] - za) * ((float)b[i * sb] - zb) * ra) + zc, lo, hi);        \
+        if (sa && sb)                                                                                              \
+            QBIN_LOOP(T, a[i], b[i]);                                                                              \
+        else if (sa)                                                                                               \
+            QBIN_LOOP(T, a[i], b[0]);                                                                              \
+        else if (sb)                                                                                               \
+            QBIN_LOOP(T, a[0], b[i]);                                                                              \
         else                                                                                                       \
-            for (int64_t i = 0; i < n; i++)                                                                        \
-                y[i] = (T)sat(rintf(ra * ((float)a[i * sa] - za) + rb * ((float)b[i * sb] - zb)) + zc, lo, hi);   \
+            QBIN_LOOP(T, a[0], b[0]);                                                                              \
     }
 QBIN_ROW(qbin_row_u8, uint8_t)
 QBIN_ROW(qbin_row_s8, int8_t)
