@@ -361,7 +361,7 @@ static bool single_output(const reel_ir_node *n)
 }
 
 // Clip's bounds: attributes before opset 11, optional constant inputs after.
-static bool clip_bounds(const reel_ir_graph *g, const reel_ir_node *n, float *lo, float *hi)
+bool reel_pass_clip_bounds(const reel_ir_graph *g, const reel_ir_node *n, float *lo, float *hi)
 {
     *lo = -FLT_MAX;
     *hi = FLT_MAX;
@@ -403,7 +403,7 @@ int reel_pass_fuse_activations(reel_ir_graph *g)
             } else if (strcmp(a->op, "Sigmoid") == 0) {
                 f = "Sigmoid";
             } else if (strcmp(a->op, "Clip") == 0) {
-                if (clip_bounds(g, a, &fa, &fb))
+                if (reel_pass_clip_bounds(g, a, &fa, &fb))
                     f = "Clip";
             } else if (strcmp(a->op, "HardSigmoid") == 0) {
                 f = "HardSigmoid";

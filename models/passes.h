@@ -42,7 +42,7 @@ int reel_pass_fuse_activations(reel_ir_graph *g);
 // with C -> com.microsoft QGemm; Add, Mul, AveragePool, GlobalAveragePool, Concat, Sigmoid, LeakyRelu -> the
 // com.microsoft QLinear ops; MaxPool, Reshape, Transpose, Flatten, Squeeze,
 // Unsqueeze, Pad between the same scale and zero point -> the op on the
-// 8-bit tensor. Only where exact (constant parameters of the right shapes, the
+// 8-bit tensor; a Relu or Clip before a Q that clamps the same goes. Only where exact (constant parameters of the right shapes, the
 // op's float output read by the Q alone, matching types); everything else
 // stays float. Adds to g->qdq_folded and g->qdq_into; returns the number
 // of rewritten nodes. Runs after the Conv fusions (a fused Relu/Clip is
@@ -57,6 +57,9 @@ bool reel_qdq_fold_enabled(void);
 int reel_pass_consumers(const reel_ir_graph *g, int v, reel_ir_node **out, int max);
 bool reel_pass_is_graph_output(const reel_ir_graph *g, int v);
 int reel_pass_add_constant(reel_ir_graph *g, const char *base, const char *suffix, reel_tensor *t);
+// Clip's bounds (attributes before opset 11, constant inputs after; absent:
+// -FLT_MAX, FLT_MAX); false when they are not constants.
+bool reel_pass_clip_bounds(const reel_ir_graph *g, const reel_ir_node *n, float *lo, float *hi);
 
 // Marks dead the nodes whose outputs reach no graph output. Returns how many.
 int reel_pass_remove_dead(reel_ir_graph *g);

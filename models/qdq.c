@@ -411,6 +411,32 @@ static bool fold_pad(fold_ctx *f, reel_ir_node *n)
     return rewrite(f, n, "Pad", in, 3, q);
 }
 
+// A Relu or Clip whose output only a Q reads, where the Q's saturation
+// already clamps as it does (Relu: the zero point is the type's minimum;
+// Clip: its bounds quantize to the type's ends), goes: the Q reads its
+// input. ONNX Runtime's Relu/Clip quantization fusions do the same; the
+// op before can then fold (Add -> Relu -> Q is QLinearAdd).
+static bool drop_clamp(fold_ctx *f, reel_ir_node *n)
+{
+    reel_ir_graph *g = f->g;
+    qparams py;
+    int qout;
+    reel_ir_node *q;
+    if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs != 1 || !single_q(g, n->outputs[0], &py, &qout, &q))
+        return false;
+    float qmin = py.dt == REEL_DTYPE_INT8 ? -128.0f : 0.0f, qmax = py.dt == REEL_DTYPE_INT8 ? 127.0f : 255.0f;
+    float zp = (float)zp_at(g, &py, 0), lo = 0.0f, hi = INFINITY;
+    if (is_op(n, "Clip") && !reel_pass_clip_bounds(g, n, &lo, &hi))
+        return false;
+    // The quantized bounds, saturated as Q does.
+    float qlo = rintf(lo / py.s[0]) + zp, qhi = rintf(hi / py.s[0]) + zp;
+    if (!(qlo <= qmin) || !(qhi >= qmax))
+        return false;
+    q->inputs[0] = n->inputs[0];
+    n->dead = true;
+    return true;
+}
+
 static int live_nodes(const reel_ir_graph *g)
 {
     int c = 0;
@@ -439,6 +465,11 @@ int reel_pass_fold_qdq(reel_ir_graph *g)
     reel_pass_remove_dead(g);
     int before = live_nodes(g);
     fold_ctx f = { .g = g };
+    for (guint i = 0; i < g->nodes->len; i++) {
+        reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        if (!n->dead && (is_op(n, "Relu") || is_op(n, "Clip")))
+            drop_clamp(&f, n);
+    }
     static const char *const passthrough[] = { "MaxPool", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze",
                                                NULL };
     for (guint i = 0; i < g->nodes->len; i++) {

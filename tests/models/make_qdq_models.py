@@ -180,6 +180,18 @@ def models():
         s = b.node("Add", [ydq, dq])
         out.append((b, s, yq + xv, {"QLinearConv": 1, "com.microsoft:QLinearAdd": 1, "Add": 0, "Conv": 0}))
 
+    # Add -> Relu -> Q: the Q's zero point is the minimum, so the Relu goes and the Add folds.
+    for act, tag in ((np.uint8, "u8"), (np.int8, "s8")):
+        b, dq, xv, xs = start(f"add_relu_{tag}", act)
+        dq2, xv2, _ = b.qdq(b.node("Mul", [dq, b.const("k", np.float32(-1.5))]), xv * -1.5)
+        r = b.node("Relu", [b.node("Add", [dq, dq2])])
+        out.append((b, r, np.maximum(xv + xv2, 0), {"com.microsoft:QLinearAdd": 1, "Relu": 0, "Add": 0}))
+    # A Clip narrower than its Q's range stays, and so does the Add before it.
+    b, dq, xv, xs = start("clip_kept")
+    c = b.node("Clip", [b.node("Add", [dq, dq]), b.const("lo", np.float32(0)), b.const("hi", np.float32(0.5))])
+    b.out_params = act_params(2 * xv)
+    out.append((b, c, np.clip(2 * xv, 0, 0.5), {"qdq": 0, "Clip": 1, "Add": 1, "com.microsoft:QLinearAdd": 0}))
+
     b, dq, xv, xs = start("mul")
     dq2, xv2, _ = b.qdq(b.node("Sigmoid", [dq]), 1 / (1 + np.exp(-xv)))
     m = b.node("Mul", [dq, dq2])
