@@ -39,14 +39,16 @@ int reel_pass_fuse_activations(reel_ir_graph *g);
 // chains become integer ops on the 8-bit tensors, as ONNX Runtime's QDQ
 // transformer makes them: Conv (with a fused Relu/Clip, int32 or float
 // bias) -> QLinearConv; MatMul, and Gemm without C -> QLinearMatMul; Gemm
-// with C -> com.microsoft QGemm; Add, Mul, AveragePool, GlobalAveragePool, Concat, Sigmoid, LeakyRelu -> the
-// com.microsoft QLinear ops; MaxPool, Reshape, Transpose, Flatten, Squeeze,
-// Unsqueeze, Pad between the same scale and zero point -> the op on the
-// 8-bit tensor; a Relu or Clip before a Q that clamps the same goes. Only where exact (constant parameters of the right shapes, the
-// op's float output read by the Q alone, matching types); everything else
-// stays float. Adds to g->qdq_folded and g->qdq_into; returns the number
-// of rewritten nodes. Runs after the Conv fusions (a fused Relu/Clip is
-// absorbed) while g->keep_const_dq has kept the weights' DequantizeLinear.
+// with C -> com.microsoft QGemm; Add, Mul, AveragePool, GlobalAveragePool,
+// Concat, Sigmoid, LeakyRelu -> the com.microsoft QLinear ops; MaxPool,
+// Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Pad, Resize (nearest)
+// between the same scale and zero point -> the op on the 8-bit tensor; a
+// Relu or Clip before a Q that clamps the same goes. Only where exact
+// (constant parameters of the right shapes, the op's float output read by
+// the Q alone, matching types); everything else stays float. Adds to
+// g->qdq_folded and g->qdq_into; returns the number of rewritten nodes.
+// Runs after the Conv fusions (a fused Relu/Clip is absorbed) while
+// g->keep_const_dq has kept the weights' DequantizeLinear.
 int reel_pass_fold_qdq(reel_ir_graph *g);
 // Whether REEL_QDQ_FOLD (default on; "0": off) asks for the pass.
 bool reel_qdq_fold_enabled(void);

@@ -499,6 +499,8 @@ int reel_pass_fold_qdq(reel_ir_graph *g)
             fold_concat(&f, n);
         else if (is_op(n, "Pad"))
             fold_pad(&f, n);
+        else if (is_op(n, "Resize") && strcmp(reel_ir_attr_string(n, "mode", "nearest"), "nearest") == 0)
+            fold_passthrough(&f, n);
         else
             for (int k = 0; passthrough[k]; k++)
                 if (is_op(n, passthrough[k]) && fold_passthrough(&f, n))

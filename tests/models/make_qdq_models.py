@@ -273,6 +273,18 @@ def models():
     out.append((b, fl, sqv.reshape(1 * 8, -1), {"qdq": 1, "Pad": 1, "Unsqueeze": 1, "Squeeze": 1, "Flatten": 1,
                                                  "QuantizeLinear": 1, "DequantizeLinear": 1}))
 
+    # Resize (nearest) up by 2, then down to 9x9 (half_pixel, round_prefer_floor), same scale and zero point.
+    b, dq, xv, xs = start("resize_nearest")
+    params = act_params(xv)
+    r1 = b.node("Resize", [dq, "", b.const("scales", np.array([1, 1, 2, 2], np.float32))], mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    r1v = xv.repeat(2, axis=2).repeat(2, axis=3)
+    r1dq, r1q, _ = b.qdq(r1, r1v, params)
+    r2 = b.node("Resize", [r1dq, "", "", b.const("sizes", np.array([1, 8, 9, 9], np.int64))], mode="nearest")
+    pick = np.floor((np.arange(9) + 0.5) * 24 / 9 - 0.5 + 0.5).astype(int)  # round_prefer_floor (no ties here)
+    b.out_params = params
+    out.append((b, r2, r1q[:, :, pick][:, :, :, pick], {"Resize": 2, "QuantizeLinear": 1, "DequantizeLinear": 1}))
+
     # The input's DQ feeds a folded Conv and an Exp that stays float: it stays for the Exp.
     b, dq, xv, xs = start("shared_dq")
     y, yv = conv_block(b, dq, xv, xs, rng.randn(8, 8, 1, 1).astype(np.float32) * 0.3, None)
