@@ -285,6 +285,19 @@ def models():
     b.out_params = params
     out.append((b, r2, r1q[:, :, pick][:, :, :, pick], {"Resize": 2, "QuantizeLinear": 1, "DequantizeLinear": 1}))
 
+    # The input's scale is computed at run time (its largest value / 255): nothing folds.
+    b, dq, xv, xs = start("runtime_scale")
+    b.nodes.clear()
+    b.inits.clear()
+    mx = b.node("ReduceMax", [b.input.name], keepdims=0)
+    rs = b.node("Div", [mx, b.const("k", np.float32(255))])
+    z = b.const("zp", np.uint8(0))
+    rdq = b.node("DequantizeLinear", [b.node("QuantizeLinear", [b.input.name, rs, z]), rs, z])
+    s_rt = np.float32(np.max(b.x) / 255)
+    xq = dequantize(quantize(b.x, s_rt, np.array(0, np.uint8)), s_rt, np.array(0, np.uint8))
+    y, yv = conv_block(b, rdq, xq, s_rt, rng.randn(8, 8, 3, 3).astype(np.float32) * 0.2, None, pad=1)
+    out.append((b, y, yv, {"qdq": 0, "Conv": 1, "QLinearConv": 0}))
+
     # The input's DQ feeds a folded Conv and an Exp that stays float: it stays for the Exp.
     b, dq, xv, xs = start("shared_dq")
     y, yv = conv_block(b, dq, xv, xs, rng.randn(8, 8, 1, 1).astype(np.float32) * 0.3, None)
