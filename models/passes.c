@@ -256,7 +256,8 @@ int reel_pass_fold_conv_bn(reel_ir_graph *g)
         for (int k = 1; k < bn->n_outputs; k++) {
             reel_ir_node *u;
             extra |= bn->outputs[k] >= 0
-                && (reel_pass_is_graph_output(g, bn->outputs[k]) || reel_pass_consumers(g, bn->outputs[k], &u, 1) > 0);
+                && (reel_pass_is_graph_output(g, bn->outputs[k])
+                    || reel_pass_consumers(g, bn->outputs[k], &u, 1) > 0);
         }
         const reel_tensor *w = const_f32(g, conv, 1);
         const reel_tensor *b = conv->n_inputs > 2 && conv->inputs[2] >= 0 ? const_f32(g, conv, 2) : NULL;
@@ -323,7 +324,8 @@ int reel_pass_fuse_residual(reel_ir_graph *g)
         int y = conv->outputs[0];
         const reel_ir_value *yv = reel_ir_value_at(g, y);
         reel_ir_node *add = NULL;
-        if (!yv || yv->dtype != REEL_DTYPE_FLOAT32 || reel_pass_is_graph_output(g, y) || reel_pass_consumers(g, y, &add, 1) != 1)
+        if (!yv || yv->dtype != REEL_DTYPE_FLOAT32 || reel_pass_is_graph_output(g, y)
+            || reel_pass_consumers(g, y, &add, 1) != 1)
             continue;
         if (strcmp(add->op, "Add") != 0 || add->n_inputs != 2 || add->n_outputs != 1 || add->outputs[0] < 0)
             continue;

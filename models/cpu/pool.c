@@ -20,7 +20,8 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     // MaxPool also picks 8-bit values as they are (folded QDQ models).
     bool q8 = x->dtype == REEL_DTYPE_UINT8 || x->dtype == REEL_DTYPE_INT8;
     if (x->dtype != REEL_DTYPE_FLOAT32 && !(is_max && q8))
-        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported%s", is_max ? " (and uint8, int8)" : "");
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported%s",
+                is_max ? " (and uint8, int8)" : "");
     if (q8 && reel_op_output(g, n, 1))
         NN_FAIL(error, REEL_EUNSUPPORTED, n, "output Indices is not supported for %s input",
                 x->dtype == REEL_DTYPE_UINT8 ? "uint8" : "int8");

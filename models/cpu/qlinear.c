@@ -850,9 +850,10 @@ static int qgemm_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
         return REEL_EINVAL;
     if (c) {
         int64_t cnt = count_of(c);
-        bool ok = cnt == 1 || (c->rank == 1 && cnt == m.N)
-                  || (c->rank == 2 && ((c->shape[0] == 1 && c->shape[1] == m.N) || (c->shape[0] == m.M && c->shape[1] == 1)
-                                       || (c->shape[0] == m.M && c->shape[1] == m.N)));
+        // C: one value, (N), (1, N), (M, 1) or (M, N).
+        int64_t c0 = c->rank == 2 ? c->shape[0] : 1, c1 = c->rank == 2 ? c->shape[1] : cnt;
+        bool ok = cnt == 1 || (c->rank <= 2 && (c0 == 1 || c0 == m.M) && (c1 == 1 || c1 == m.N)
+                               && (c->rank == 2 || c1 == m.N));
         if (!ok)
             return REEL_EINVAL;
     }

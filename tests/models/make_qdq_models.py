@@ -114,8 +114,8 @@ class Builder:
     def bias(self, b, x_scale, w_scale):
         s = (x_scale * w_scale).astype(np.float32)
         q = np.rint(b / s).astype(np.int32)
-        dq = self.node("DequantizeLinear", [self.const("b", q), self.const("b_scale", s), self.const("b_zp",
-                                                                                                       np.zeros(s.shape, np.int32))], axis=0)
+        zp = self.const("b_zp", np.zeros(s.shape, np.int32))
+        dq = self.node("DequantizeLinear", [self.const("b", q), self.const("b_scale", s), zp], axis=0)
         return dq, q.astype(np.float32) * s
 
     def finish(self, out_name, value, params=None):
@@ -396,8 +396,8 @@ def contrib_models():
         ys, yz = act_params(np.concatenate([xv.ravel(), bconst.ravel() * 4]), dt)
         ysn, yzn = b.const("ys", ys), b.const("yz", yz)
         b2 = b.const("b2", quantize(np.broadcast_to(bconst * 4, (1, 6, 10, 10)), np.float32(bs * 4), bz))
-        out.append(close(b, ms(b, "QLinearConcat", [ysn, yzn, q, sn, zn, b2, b.const("b2s", np.float32(bs * 4)), b.const("b2z", bz)],
-                               axis=-1), None, ysn, yzn))
+        b2s, b2z = b.const("b2s", np.float32(bs * 4)), b.const("b2z", bz)
+        out.append(close(b, ms(b, "QLinearConcat", [ysn, yzn, q, sn, zn, b2, b2s, b2z], axis=-1), None, ysn, yzn))
         b, q, sn, zn, xv = start("sigmoid")
         ys, yz = act_params(1 / (1 + np.exp(-xv)), dt)
         ysn, yzn = b.const("ys", ys), b.const("yz", yz)

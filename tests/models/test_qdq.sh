@@ -7,7 +7,8 @@
 # step of the output's scale of the float path's (REEL_QDQ_FOLD=0) and of
 # ONNX Runtime's. The com.microsoft models (Q, the op, DQ; uint8 and int8)
 # against ONNX Runtime, within one step; malformed com.microsoft nodes are
-# refused at load naming the node. ORT comes from cache/ort
+# refused at load naming the node. With a Vulkan device, the folded
+# models there match the cpu's. ORT comes from cache/ort
 # (scripts/fetch-models --ort); without it those comparisons skip.
 # Usage: test_qdq.sh REEL SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -16,7 +17,8 @@ py=/usr/bin/python3
 . "$src/tests/support/lib.sh"
 ort=$src/cache/ort/node_modules/onnxruntime-node
 $py -c "import numpy, onnx" 2>/dev/null || { echo "SKIP: $py cannot import numpy and onnx (python3-onnx)"; exit 77; }
-have_ort=1
+have_ort=1 have_vk=0
+"$reel" devices 2>/dev/null | grep -q '^vulkan:0' && have_vk=1
 [ -d "$ort" ] && command -v node >/dev/null || have_ort=0
 rm -rf "$work"
 mkdir -p "$work"
@@ -25,7 +27,11 @@ $py "$src/tests/models/make_qdq_models.py" "$work/models"
 # compare NAME WHAT A_DIR B_DIR STEP
 compare() {
   echo "$1: $2"
-  if $py "$src/tests/models/make_qdq_models.py" compare "$3" "$4" "$5"; then ok; else bad "$1: $2 differ by more than one step"; fi
+  if $py "$src/tests/models/make_qdq_models.py" compare "$3" "$4" "$5"; then
+    ok
+  else
+    bad "$1: $2 differ by more than one step"
+  fi
 }
 
 while read -r name step expect; do
@@ -52,6 +58,13 @@ while read -r name step expect; do
   fi
   "$reel" model run "$m" --input "input=$npy" --output-dir "$out/fold" --threads 2 >/dev/null
   [ -z "$expect" ] || compare "$name" "folded vs REEL_QDQ_FOLD=0" "$out/fold" "$out/float" "$step"
+  # On vulkan:0 the 8-bit nodes stay on the cpu, float ones between them go to the device.
+  if [ -n "$expect" ] && [ "$have_vk" = 1 ]; then
+    mkdir -p "$out/vk"
+    REEL_VULKAN_VALIDATION=1 "$reel" model run "$m" --input "input=$npy" --output-dir "$out/vk" --device vulkan:0 \
+      >/dev/null 2>"$out/vk.log"
+    compare "$name" "vulkan:0 vs cpu" "$out/vk" "$out/fold" "$step"
+  fi
   if [ "$have_ort" = 1 ]; then
     node "$src/tests/models/ort_run.js" "$ort" "$m" "$out/ort" "input=$npy"
     compare "$name" "reel vs ONNX Runtime" "$out/fold" "$out/ort" "$step"
