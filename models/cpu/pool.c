@@ -137,13 +137,46 @@ static bool maxpool_fast(const reel_ir_node *n, const nn_window *w, const int64_
         && reel_ir_attr_int(n, "storage_order", 0) == 0;
 }
 
-// MaxPool of uint8 or int8 planes: the window's largest byte (padding
-// taps take no part).
-#define MAXPOOL_Q8(name, T)                                                                                      \
-    static void name(const T *x, T *y, const nn_window *w, int64_t planes)                                       \
+// MaxPool of uint8 or int8 planes: the window's largest byte (padding taps
+// take no part). 2-D windows without dilation take each output row's input
+// rows' elementwise max first (vectorized), then the max over each window's
+// columns of that; others go tap by tap.
+#define MAXPOOL_Q8(name, T, MIN_V)                                                                               \
+    __attribute__((target_clones("avx2", "default"))) static void name(                                               \
+        const T *x, T *y, const nn_window *w, int64_t planes, T *row)                                            \
     {                                                                                                            \
         int64_t D = w->in[0], H = w->in[1], W = w->in[2], Pin = D * H * W, P = w->out[0] * w->out[1] * w->out[2]; \
-        for (int64_t p = 0; p < planes; p++, x += Pin, y += P)                                                   \
+        bool flat = D == 1 && w->k[0] == 1 && w->d[1] == 1 && w->d[2] == 1;                                     \
+        for (int64_t p = 0; p < planes; p++, x += Pin, y += P) {                                                 \
+            if (flat) {                                                                                          \
+                for (int64_t oh = 0; oh < w->out[1]; oh++) {                                                     \
+                    int64_t h0 = oh * w->s[1] - w->pb[1];                                                        \
+                    for (int64_t i = 0; i < W; i++)                                                              \
+                        row[i] = MIN_V;                                                                          \
+                    for (int64_t ih = MAX(h0, 0); ih < MIN(h0 + w->k[1], H); ih++) {                             \
+                        const T *restrict xr = x + ih * W;                                                       \
+                        for (int64_t i = 0; i < W; i++)                                                          \
+                            row[i] = xr[i] > row[i] ? xr[i] : row[i];                                            \
+                    }                                                                                            \
+                    T *yr = y + oh * w->out[2];                                                                  \
+                    bool no_rows = MAX(h0, 0) >= MIN(h0 + w->k[1], H);                                           \
+                    if (!no_rows && w->k[2] == 2 && w->s[2] == 2 && w->pb[2] == 0 && 2 * w->out[2] <= W) {       \
+                        /* The common 2x2 stride-2 pool: pairs of columns. */                                    \
+                        for (int64_t ow = 0; ow < w->out[2]; ow++)                                               \
+                            yr[ow] = row[2 * ow] > row[2 * ow + 1] ? row[2 * ow] : row[2 * ow + 1];              \
+                        continue;                                                                                \
+                    }                                                                                            \
+                    for (int64_t ow = 0; ow < w->out[2]; ow++) {                                                 \
+                        int64_t c0 = ow * w->s[2] - w->pb[2], c1 = MIN(c0 + w->k[2], W);                         \
+                        T m = MIN_V;                                                                             \
+                        for (int64_t iw = MAX(c0, 0); iw < c1; iw++)                                             \
+                            m = row[iw] > m ? row[iw] : m;                                                       \
+                        /* A window wholly in the padding: 0, as below. */                                       \
+                        yr[ow] = no_rows || MAX(c0, 0) >= c1 ? 0 : m;                                            \
+                    }                                                                                            \
+                }                                                                                                \
+                continue;                                                                                        \
+            }                                                                                                    \
             for (int64_t od = 0; od < w->out[0]; od++)                                                           \
                 for (int64_t oh = 0; oh < w->out[1]; oh++)                                                       \
                     for (int64_t ow = 0; ow < w->out[2]; ow++) {                                                 \
@@ -163,9 +196,10 @@ static bool maxpool_fast(const reel_ir_node *n, const nn_window *w, const int64_
                         }                                                                                        \
                         y[(od * w->out[1] + oh) * w->out[2] + ow] = (T)(m == -1000 ? 0 : m);                    \
                     }                                                                                            \
+        }                                                                                                        \
     }
-MAXPOOL_Q8(maxpool_u8, uint8_t)
-MAXPOOL_Q8(maxpool_s8, int8_t)
+MAXPOOL_Q8(maxpool_u8, uint8_t, 0)
+MAXPOOL_Q8(maxpool_s8, int8_t, -128)
 
 typedef struct maxpool_q8_job {
     const nn_window *w;
@@ -180,10 +214,12 @@ static void maxpool_q8_task(void *arg, int task, int worker)
     (void)worker;
     const maxpool_q8_job *j = arg;
     int64_t p0 = task * j->per_task, n = MIN(j->planes - p0, j->per_task);
+    uint8_t *row = g_malloc(MAX(1, j->w->in[2]));
     if (j->s8)
-        maxpool_s8((const int8_t *)j->X + p0 * j->Pin, (int8_t *)j->Y + p0 * j->P, j->w, n);
+        maxpool_s8((const int8_t *)j->X + p0 * j->Pin, (int8_t *)j->Y + p0 * j->P, j->w, n, (int8_t *)row);
     else
-        maxpool_u8(j->X + p0 * j->Pin, j->Y + p0 * j->P, j->w, n);
+        maxpool_u8(j->X + p0 * j->Pin, j->Y + p0 * j->P, j->w, n, row);
+    g_free(row);
 }
 
 static int pool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)

@@ -94,40 +94,67 @@ static void table_apply(const uint8_t table[256], const void *x, void *y, int64_
         d[i] = table[s[i]];
 }
 
-// table_apply over rows of row_len bytes (x and y rows x_stride and
-// y_stride apart), the rows split over the workers.
-typedef struct table_job {
+// y = sat(rint((x - zx) * sx / sy) + zy): an input of QLinearConcat
+// requantized to the output's parameters, in the float operations of the
+// table the unary ops use, so the two agree; this form vectorizes.
+typedef struct requant8 {
+    float zx, sx, sy, zy, lo, hi;
+} requant8;
+
+#define REQUANT_ROW(name, T)                                                                                     \
+    TARGETS static void name(const requant8 *q, const T *restrict x, T *restrict y, int64_t n)                     \
+    {                                                                                                              \
+        float zx = q->zx, sx = q->sx, sy = q->sy, zy = q->zy, lo = q->lo, hi = q->hi;                              \
+        for (int64_t i = 0; i < n; i++)                                                                            \
+            y[i] = (T)sat(rintf((((float)x[i] - zx) * sx) / sy) + zy, lo, hi);                                     \
+    }
+REQUANT_ROW(requant_row_u8, uint8_t)
+REQUANT_ROW(requant_row_s8, int8_t)
+
+// Rows of row_len bytes (x and y rows x_stride and y_stride apart) through
+// a table (table_apply) or a requantization (rq: s8 says the type), the
+// rows split over the workers.
+typedef struct map_job {
     const uint8_t *table, *X;
+    const requant8 *rq;
+    bool s8;
     uint8_t *Y;
     int64_t rows, row_len, x_stride, y_stride, rows_per_task;
-} table_job;
+} map_job;
 
-static void table_task(void *arg, int task, int worker)
+static void map_row(const map_job *j, const uint8_t *x, uint8_t *y, int64_t len)
 {
-    (void)worker;
-    const table_job *j = arg;
-    int64_t r0 = task * j->rows_per_task, r1 = MIN(j->rows, r0 + j->rows_per_task);
-    for (int64_t r = r0; r < r1; r++)
-        table_apply(j->table, j->X + r * j->x_stride, j->Y + r * j->y_stride, j->row_len);
+    if (j->table)
+        table_apply(j->table, x, y, len);
+    else if (j->s8)
+        requant_row_s8(j->rq, (const int8_t *)x, (int8_t *)y, len);
+    else
+        requant_row_u8(j->rq, x, y, len);
 }
 
-static void table_rows(const reel_exec_ctx *ctx, const uint8_t table[256], const void *x, void *y, int64_t rows,
-                       int64_t row_len, int64_t x_stride, int64_t y_stride)
+static void map_task(void *arg, int task, int worker)
 {
-    if (rows == 1 && row_len > 65536) {
-        // One long row: rows of 16K.
-        int64_t full = row_len / 16384, done = full * 16384;
-        table_rows(ctx, table, x, y, full, 16384, 16384, 16384);
-        table_apply(table, (const uint8_t *)x + done, (uint8_t *)y + done, row_len - done);
+    (void)worker;
+    const map_job *j = arg;
+    int64_t r0 = task * j->rows_per_task, r1 = MIN(j->rows, r0 + j->rows_per_task);
+    for (int64_t r = r0; r < r1; r++)
+        map_row(j, j->X + r * j->x_stride, j->Y + r * j->y_stride, j->row_len);
+}
+
+static void map_rows(const reel_exec_ctx *ctx, map_job j)
+{
+    if (j.rows <= 0)
         return;
+    if (j.rows == 1 && j.row_len > 65536) {
+        // One long row: rows of 16K, and what is left.
+        int64_t full = j.row_len / 16384, done = full * 16384;
+        map_row(&j, j.X + done, j.Y + done, j.row_len - done);
+        j.rows = full;
+        j.row_len = j.x_stride = j.y_stride = 16384;
     }
     int threads = ctx->workers ? ctx->threads : 1;
-    table_job j = { .table = table, .X = x, .Y = y, .rows = rows, .row_len = row_len, .x_stride = x_stride,
-                    .y_stride = y_stride };
-    if (rows <= 0)
-        return;
-    j.rows_per_task = MIN(rows, MAX(MAX(1, rows / (4 * threads)), 16384 / MAX(1, row_len)));
-    nn_parallel(ctx, (int)((rows + j.rows_per_task - 1) / j.rows_per_task), table_task, &j);
+    j.rows_per_task = MIN(j.rows, MAX(MAX(1, j.rows / (4 * threads)), 16384 / MAX(1, j.row_len)));
+    nn_parallel(ctx, (int)((j.rows + j.rows_per_task - 1) / j.rows_per_task), map_task, &j);
 }
 
 // ---- QLinearAdd, QLinearMul: A, A_scale, A_zero_point, B, B_scale,
@@ -336,7 +363,8 @@ static int unary_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
         float q = sat(rintf(v / py.scale) + py.zp, lo, hi);
         table[b] = s8 ? (uint8_t)(int8_t)q : (uint8_t)q;
     }
-    table_rows(ctx, table, in[0]->data, out[0]->data, 1, count_of(in[0]), 0, 0);
+    map_rows(ctx, (map_job){ .table = table, .X = in[0]->data, .Y = out[0]->data, .rows = 1,
+                             .row_len = count_of(in[0]) });
     return 0;
 }
 
@@ -596,7 +624,7 @@ static const reel_op op_qlinear_ap = { "com.microsoft:QLinearAveragePool", ap_in
 
 // ---- QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale,
 // X_zero_point) for each input; attribute axis. An input with Y's scale
-// and zero point is copied, others go through a table of 256.
+// and zero point is copied, others are requantized.
 
 static int concat_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 {
@@ -682,19 +710,14 @@ static int concat_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
         if (at + xrow > yrow || count_of(x) != outer * xrow)
             return REEL_EINVAL;
         bool same = px.scale == py.scale && px.zp == py.zp;
-        uint8_t table[256];
-        if (!same)
-            for (int b = 0; b < 256; b++) {
-                float v = ((s8 ? (float)(int8_t)b : (float)b) - px.zp) * px.scale;
-                float q = sat(rintf(v / py.scale) + py.zp, lo, hi);
-                table[b] = s8 ? (uint8_t)(int8_t)q : (uint8_t)q;
-            }
+        requant8 rq = { px.zp, px.scale, py.scale, py.zp, lo, hi };
         const uint8_t *X = x->data;
         if (same)
             for (int64_t o = 0; o < outer; o++)
                 memcpy(Y + o * yrow + at, X + o * xrow, (size_t)xrow);
         else
-            table_rows(ctx, table, X, Y + at, outer, xrow, xrow, yrow);
+            map_rows(ctx, (map_job){ .rq = &rq, .s8 = s8, .X = X, .Y = Y + at, .rows = outer, .row_len = xrow,
+                                     .x_stride = xrow, .y_stride = yrow });
         at += xrow;
     }
     return at == yrow ? 0 : REEL_EINVAL;

@@ -257,6 +257,15 @@ def models():
     out.append((b, t, rq.transpose(0, 2, 1), {"qdq": 1, "MaxPool": 1, "Reshape": 1, "Transpose": 1, "QuantizeLinear": 1,
                                               "DequantizeLinear": 1}))
 
+    # MaxPool 3x3, stride 2, padded, uint8 and int8.
+    for act, tag in ((np.uint8, "u8"), (np.int8, "s8")):
+        b, dq, xv, xs = start(f"maxpool_padded_{tag}", act)
+        mp = b.node("MaxPool", [dq], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+        xp = np.pad(xv, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+        mv = np.max([xp[:, :, i:i + 11:2, j:j + 11:2] for i in range(3) for j in range(3)], axis=0)
+        b.out_params = act_params(xv, act)
+        out.append((b, mp, mv, {"MaxPool": 1, "QuantizeLinear": 1, "DequantizeLinear": 1}))
+
     # Pad (constant 0.25), Unsqueeze, Squeeze, Flatten between the same scale and zero point.
     b, dq, xv, xs = start("pad_flatten")
     params = act_params(xv)
