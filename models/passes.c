@@ -494,6 +494,20 @@ void reel_pass_compact(reel_ir_graph *g)
     g_free(uses);
 }
 
+// Whether a live DequantizeLinear reads only constants (kept for the QDQ pass).
+static bool has_const_dq(const reel_ir_graph *g)
+{
+    for (guint i = 0; i < g->nodes->len; i++) {
+        const reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        bool all = !n->dead && strcmp(n->op, "DequantizeLinear") == 0;
+        for (int k = 0; k < n->n_inputs && all; k++)
+            all = n->inputs[k] < 0 || reel_ir_value_at(g, n->inputs[k])->constant;
+        if (all)
+            return true;
+    }
+    return false;
+}
+
 int reel_passes_run(reel_ir_graph *g, GHashTable *unsupported, GError **error)
 {
     g->keep_const_dq = reel_qdq_fold_enabled();
@@ -505,9 +519,11 @@ int reel_passes_run(reel_ir_graph *g, GHashTable *unsupported, GError **error)
     reel_pass_fuse_activations(g);
     if (g->keep_const_dq) {
         reel_pass_fold_qdq(g);
+        g->keep_const_dq = false;
+    }
+    if (has_const_dq(g)) {
         // The DequantizeLinear of constants the pass left fold now, and
         // what they feed; float Convs whose weights were among them fuse.
-        g->keep_const_dq = false;
         if (unsupported)
             g_hash_table_remove_all(unsupported);
         if ((rc = reel_pass_infer_fold(g, unsupported, error)))
