@@ -86,6 +86,10 @@ typedef struct reel_ir_graph {
     GArray *outputs;             // int value indices
     int opset;                   // of the default ("" / "ai.onnx") domain
     char *producer;              // producer_name, for `reel model info`
+    // QDQ folding (models/qdq.c): while set, constant folding leaves
+    // DequantizeLinear nodes of constants alone so the pass can see them.
+    bool keep_const_dq;
+    int qdq_folded, qdq_into;    // nodes the pass replaced, and the integer nodes they became
 } reel_ir_graph;
 
 reel_ir_graph *reel_ir_graph_new(void);

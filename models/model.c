@@ -30,14 +30,15 @@ static int64_t elements(const reel_ir_value *v)
     return v ? reel_tensor_count(v->rank, v->dims) : -1;
 }
 
-// Multiply-adds x2 of one node at the inferred static shapes; 0 for ops not
-// counted, -1 when a shape is unknown.
+// Multiply-adds x2 of one node at the inferred static shapes (the integer
+// forms too); 0 for ops not counted, -1 when a shape is unknown.
 static int64_t node_flops(const reel_ir_graph *g, const reel_ir_node *n)
 {
-    const reel_ir_value *a = in_value(g, n, 0), *w = in_value(g, n, 1);
+    bool qlconv = strcmp(n->op, "QLinearConv") == 0;
+    const reel_ir_value *a = in_value(g, n, 0), *w = in_value(g, n, qlconv ? 3 : 1);
     const reel_ir_value *y = n->n_outputs ? reel_ir_value_at(g, n->outputs[0]) : NULL;
     int64_t f = 2;
-    if (strcmp(n->op, "Conv") == 0) {
+    if (strcmp(n->op, "Conv") == 0 || qlconv || strcmp(n->op, "ConvInteger") == 0) {
         // out elements x (C/group x kernel) per output
         if (!w || w->rank < 3)
             return -1;
@@ -55,7 +56,7 @@ static int64_t node_flops(const reel_ir_graph *g, const reel_ir_node *n)
             mul_flops(&f, w->dims[i]);
         return f;
     }
-    if (strcmp(n->op, "Gemm") == 0) {
+    if (strcmp(n->op, "Gemm") == 0 || strcmp(n->op, "com.microsoft:QGemm") == 0) {
         if (!a || a->rank != 2)
             return -1;
         int64_t k = reel_ir_attr_int(n, "transA", 0) ? a->dims[0] : a->dims[1];
@@ -63,7 +64,7 @@ static int64_t node_flops(const reel_ir_graph *g, const reel_ir_node *n)
         mul_flops(&f, k);
         return f;
     }
-    if (strcmp(n->op, "MatMul") == 0) {
+    if (strcmp(n->op, "MatMul") == 0 || strcmp(n->op, "QLinearMatMul") == 0 || strcmp(n->op, "MatMulInteger") == 0) {
         if (!a || a->rank < 1)
             return -1;
         mul_flops(&f, elements(y));
@@ -80,6 +81,8 @@ static void summarize(reel_model *m)
     s->opset = g->opset;
     s->producer = g->producer;
     s->nodes = (int)g->nodes->len;
+    s->qdq_folded = g->qdq_folded;
+    s->qdq_into = g->qdq_into;
     s->op_histogram = g_hash_table_new(g_str_hash, g_str_equal);
     s->flops = 0;
     for (guint i = 0; i < g->nodes->len; i++) {

@@ -151,6 +151,9 @@ int reel_pass_infer_fold(reel_ir_graph *g, GHashTable *unsupported, GError **err
                     g_hash_table_add(unknown, GINT_TO_POINTER(n->outputs[k]));
             continue;
         }
+        // The QDQ pass reads the weights' DequantizeLinear (kept, if asked).
+        if (g->keep_const_dq && strcmp(n->op, "DequantizeLinear") == 0)
+            continue;
         if (strcmp(n->op, "Shape") == 0 ? fold_shape(g, n, g->opset) : fold_node(g, n, op))
             n->dead = true;
     }
@@ -175,7 +178,7 @@ static int *count_uses(const reel_ir_graph *g)
     return uses;
 }
 
-static bool is_graph_output(const reel_ir_graph *g, int v)
+bool reel_pass_is_graph_output(const reel_ir_graph *g, int v)
 {
     for (guint i = 0; i < g->outputs->len; i++)
         if (g_array_index(g->outputs, int, i) == v)
@@ -184,7 +187,7 @@ static bool is_graph_output(const reel_ir_graph *g, int v)
 }
 
 // The live consumers of value v (at most `max`); returns how many there are.
-static int consumers(const reel_ir_graph *g, int v, reel_ir_node **out, int max)
+int reel_pass_consumers(const reel_ir_graph *g, int v, reel_ir_node **out, int max)
 {
     int c = 0;
     for (guint i = 0; i < g->nodes->len; i++) {
@@ -211,7 +214,7 @@ static const reel_tensor *const_f32(const reel_ir_graph *g, const reel_ir_node *
     return v && v->constant && v->constant->dtype == REEL_DTYPE_FLOAT32 ? v->constant : NULL;
 }
 
-static int add_constant(reel_ir_graph *g, const char *base, const char *suffix, reel_tensor *t)
+int reel_pass_add_constant(reel_ir_graph *g, const char *base, const char *suffix, reel_tensor *t)
 {
     char *name = g_strconcat(base, suffix, NULL);
     for (int i = 2; reel_ir_find_value(g, name) >= 0; i++) {
@@ -243,7 +246,7 @@ int reel_pass_fold_conv_bn(reel_ir_graph *g)
             continue;
         int y = conv->outputs[0];
         reel_ir_node *bn = NULL;
-        if (y < 0 || is_graph_output(g, y) || consumers(g, y, &bn, 1) != 1)
+        if (y < 0 || reel_pass_is_graph_output(g, y) || reel_pass_consumers(g, y, &bn, 1) != 1)
             continue;
         if (strcmp(bn->op, "BatchNormalization") != 0 || bn->n_inputs != 5 || bn->inputs[0] != y
             || bn->outputs[0] < 0 || reel_ir_attr_int(bn, "spatial", 1) != 1
@@ -253,7 +256,8 @@ int reel_pass_fold_conv_bn(reel_ir_graph *g)
         for (int k = 1; k < bn->n_outputs; k++) {
             reel_ir_node *u;
             extra |= bn->outputs[k] >= 0
-                && (is_graph_output(g, bn->outputs[k]) || consumers(g, bn->outputs[k], &u, 1) > 0);
+                && (reel_pass_is_graph_output(g, bn->outputs[k])
+                    || reel_pass_consumers(g, bn->outputs[k], &u, 1) > 0);
         }
         const reel_tensor *w = const_f32(g, conv, 1);
         const reel_tensor *b = conv->n_inputs > 2 && conv->inputs[2] >= 0 ? const_f32(g, conv, 2) : NULL;
@@ -285,8 +289,8 @@ int reel_pass_fold_conv_bn(reel_ir_graph *g)
             float b0 = b ? ((const float *)b->data)[m] : 0.0f;
             ((float *)nb->data)[m] = (b0 - mean[m]) * s + bias[m];
         }
-        int vw = add_constant(g, conv->name, ".weight_bn", nw);
-        int vb = add_constant(g, conv->name, ".bias_bn", nb);
+        int vw = reel_pass_add_constant(g, conv->name, ".weight_bn", nw);
+        int vb = reel_pass_add_constant(g, conv->name, ".bias_bn", nb);
         if (conv->n_inputs < 3) {
             conv->inputs = g_renew(int, conv->inputs, 3);
             conv->n_inputs = 3;
@@ -320,7 +324,8 @@ int reel_pass_fuse_residual(reel_ir_graph *g)
         int y = conv->outputs[0];
         const reel_ir_value *yv = reel_ir_value_at(g, y);
         reel_ir_node *add = NULL;
-        if (!yv || yv->dtype != REEL_DTYPE_FLOAT32 || is_graph_output(g, y) || consumers(g, y, &add, 1) != 1)
+        if (!yv || yv->dtype != REEL_DTYPE_FLOAT32 || reel_pass_is_graph_output(g, y)
+            || reel_pass_consumers(g, y, &add, 1) != 1)
             continue;
         if (strcmp(add->op, "Add") != 0 || add->n_inputs != 2 || add->n_outputs != 1 || add->outputs[0] < 0)
             continue;
@@ -358,7 +363,7 @@ static bool single_output(const reel_ir_node *n)
 }
 
 // Clip's bounds: attributes before opset 11, optional constant inputs after.
-static bool clip_bounds(const reel_ir_graph *g, const reel_ir_node *n, float *lo, float *hi)
+bool reel_pass_clip_bounds(const reel_ir_graph *g, const reel_ir_node *n, float *lo, float *hi)
 {
     *lo = -FLT_MAX;
     *hi = FLT_MAX;
@@ -387,10 +392,10 @@ int reel_pass_fuse_activations(reel_ir_graph *g)
             continue;
         int y = conv->outputs[0];
         const reel_ir_value *yv = reel_ir_value_at(g, y);
-        if (!yv || is_graph_output(g, y) || (yv->dtype != REEL_DTYPE_FLOAT32 && yv->dtype != REEL_DTYPE_NONE))
+        if (!yv || reel_pass_is_graph_output(g, y) || (yv->dtype != REEL_DTYPE_FLOAT32 && yv->dtype != REEL_DTYPE_NONE))
             continue;
         reel_ir_node *c[3];
-        int nc = consumers(g, y, c, 3);
+        int nc = reel_pass_consumers(g, y, c, 3);
         if (nc == 1 && single_output(c[0]) && c[0]->n_inputs >= 1 && c[0]->inputs[0] == y) {
             reel_ir_node *a = c[0];
             const char *f = NULL;
@@ -400,7 +405,7 @@ int reel_pass_fuse_activations(reel_ir_graph *g)
             } else if (strcmp(a->op, "Sigmoid") == 0) {
                 f = "Sigmoid";
             } else if (strcmp(a->op, "Clip") == 0) {
-                if (clip_bounds(g, a, &fa, &fb))
+                if (reel_pass_clip_bounds(g, a, &fa, &fb))
                     f = "Clip";
             } else if (strcmp(a->op, "HardSigmoid") == 0) {
                 f = "HardSigmoid";
@@ -424,12 +429,12 @@ int reel_pass_fuse_activations(reel_ir_graph *g)
             reel_ir_node *m = s == c[0] ? c[1] : c[0];
             bool sig = strcmp(s->op, "Sigmoid") == 0, hsig = strcmp(s->op, "HardSigmoid") == 0;
             if ((!sig && !hsig) || strcmp(m->op, "Mul") != 0 || !single_output(s) || !single_output(m)
-                || s->inputs[0] != y || m->n_inputs != 2 || is_graph_output(g, s->outputs[0]))
+                || s->inputs[0] != y || m->n_inputs != 2 || reel_pass_is_graph_output(g, s->outputs[0]))
                 continue;
             int sv = s->outputs[0];
             reel_ir_node *u;
             if (!((m->inputs[0] == y && m->inputs[1] == sv) || (m->inputs[0] == sv && m->inputs[1] == y))
-                || consumers(g, sv, &u, 1) != 1)
+                || reel_pass_consumers(g, sv, &u, 1) != 1)
                 continue;
             conv->fused = sig ? "SiLU" : "HardSwish";
             conv->fused_a = hsig ? reel_ir_attr_float(s, "alpha", 0.2f) : 0;
@@ -489,14 +494,44 @@ void reel_pass_compact(reel_ir_graph *g)
     g_free(uses);
 }
 
+// Whether a live DequantizeLinear reads only constants (kept for the QDQ pass).
+static bool has_const_dq(const reel_ir_graph *g)
+{
+    for (guint i = 0; i < g->nodes->len; i++) {
+        const reel_ir_node *n = reel_ir_node_at(g, (int)i);
+        bool all = !n->dead && strcmp(n->op, "DequantizeLinear") == 0;
+        for (int k = 0; k < n->n_inputs && all; k++)
+            all = n->inputs[k] < 0 || reel_ir_value_at(g, n->inputs[k])->constant;
+        if (all)
+            return true;
+    }
+    return false;
+}
+
 int reel_passes_run(reel_ir_graph *g, GHashTable *unsupported, GError **error)
 {
+    g->keep_const_dq = reel_qdq_fold_enabled();
     int rc = reel_pass_infer_fold(g, unsupported, error);
     if (rc)
         return rc;
     reel_pass_fold_conv_bn(g);
     reel_pass_fuse_residual(g);
     reel_pass_fuse_activations(g);
+    if (g->keep_const_dq) {
+        reel_pass_fold_qdq(g);
+        g->keep_const_dq = false;
+    }
+    if (has_const_dq(g)) {
+        // The DequantizeLinear of constants the pass left fold now, and
+        // what they feed; float Convs whose weights were among them fuse.
+        if (unsupported)
+            g_hash_table_remove_all(unsupported);
+        if ((rc = reel_pass_infer_fold(g, unsupported, error)))
+            return rc;
+        reel_pass_fold_conv_bn(g);
+        reel_pass_fuse_residual(g);
+        reel_pass_fuse_activations(g);
+    }
     reel_pass_remove_dead(g);
     reel_pass_compact(g);
     return 0;

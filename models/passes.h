@@ -35,6 +35,34 @@ int reel_pass_fuse_residual(reel_ir_graph *g);
 // fused/fused_a/fused_b. Returns the number of fusions.
 int reel_pass_fuse_activations(reel_ir_graph *g);
 
+// QDQ models (models/qdq.c): DequantizeLinear -> op -> QuantizeLinear
+// chains become integer ops on the 8-bit tensors, as ONNX Runtime's QDQ
+// transformer makes them: Conv (with a fused Relu/Clip, int32 or float
+// bias) -> QLinearConv; MatMul, and Gemm without C -> QLinearMatMul; Gemm
+// with C -> com.microsoft QGemm; Add, Mul, AveragePool, GlobalAveragePool,
+// Concat, Sigmoid, LeakyRelu -> the com.microsoft QLinear ops; MaxPool,
+// Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Pad, Resize (nearest)
+// between the same scale and zero point -> the op on the 8-bit tensor; a
+// Relu or Clip before a Q that clamps the same goes. Only where exact
+// (constant parameters of the right shapes, the op's float output read by
+// the Q alone, matching types); everything else stays float. Adds to
+// g->qdq_folded and g->qdq_into; returns the number of rewritten nodes.
+// Runs after the Conv fusions (a fused Relu/Clip is absorbed) while
+// g->keep_const_dq has kept the weights' DequantizeLinear.
+int reel_pass_fold_qdq(reel_ir_graph *g);
+// Whether REEL_QDQ_FOLD (default on; "0": off) asks for the pass.
+bool reel_qdq_fold_enabled(void);
+
+// Helpers the passes share: the live consumers of value v (at most max in
+// out; returns how many there are), whether v is a graph output, and a new
+// constant value named base+suffix (made unique) holding t (taken).
+int reel_pass_consumers(const reel_ir_graph *g, int v, reel_ir_node **out, int max);
+bool reel_pass_is_graph_output(const reel_ir_graph *g, int v);
+int reel_pass_add_constant(reel_ir_graph *g, const char *base, const char *suffix, reel_tensor *t);
+// Clip's bounds (attributes before opset 11, constant inputs after; absent:
+// -FLT_MAX, FLT_MAX); false when they are not constants.
+bool reel_pass_clip_bounds(const reel_ir_graph *g, const reel_ir_node *n, float *lo, float *hi);
+
 // Marks dead the nodes whose outputs reach no graph output. Returns how many.
 int reel_pass_remove_dead(reel_ir_graph *g);
 

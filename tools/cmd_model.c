@@ -70,6 +70,8 @@ static int info(const char *path)
     for (int i = 0; i < reel_model_n_outputs(m); i++)
         print_io("output", reel_model_output(m, i));
     printf("  nodes %d (after constant folding and fusion)\n", s.nodes);
+    if (s.qdq_into)
+        printf("  qdq: %d nodes folded into %d\n", s.qdq_folded, s.qdq_into);
     printf("  parameters %" PRId64 "\n", s.parameters);
     if (s.flops >= 0)
         printf("  flops %" PRId64 " (%.3f GFLOP)\n", s.flops, (double)s.flops / 1e9);

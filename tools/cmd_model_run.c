@@ -192,9 +192,14 @@ static bool parse_precision(const char *s, reel_precision *out)
 }
 
 // Where a session on a device ran the model, at which precision, and what
-// crossed per inference.
-static void print_placement(const reel_session *s, const reel_device *dev, reel_precision precision, FILE *f)
+// crossed per inference; QDQ chains folded into integer ops at load, on any device.
+static void print_placement(const reel_model *m, const reel_session *s, const reel_device *dev,
+                            reel_precision precision, FILE *f)
 {
+    reel_model_summary sum;
+    reel_model_summarize(m, &sum);
+    if (sum.qdq_into)
+        fprintf(f, "  qdq: %d nodes folded into %d\n", sum.qdq_folded, sum.qdq_into);
     if (!dev || reel_device_info_of(dev)->backend == REEL_BACKEND_CPU)
         return;
     reel_session_placement p;
@@ -286,7 +291,7 @@ int cmd_model_run(int argc, char **argv)
         goto fail;
     if (reel_session_run(s, in, out, &error))
         goto fail;
-    print_placement(s, dev, precision, stderr);
+    print_placement(m, s, dev, precision, stderr);
     if (g_mkdir_with_parents(out_dir, 0755)) {
         g_set_error(&error, REEL_ERROR, REEL_EIO, "%s: %s", out_dir, g_strerror(errno));
         goto fail;
@@ -454,7 +459,7 @@ int cmd_model_bench(int argc, char **argv)
            reel_model_cpu_info());
     printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, arena %.1f MiB\n", lat[runs / 2],
            lat[(int)(0.9 * (runs - 1) + 0.5)], lat[0], reel_session_arena_bytes(s) / 1048576.0);
-    print_placement(s, dev, precision, stdout);
+    print_placement(m, s, dev, precision, stdout);
     if (profile) {
         guint n = 0;
         GList *vals = g_hash_table_get_values(ops);

@@ -63,6 +63,7 @@ typedef struct reel_model_summary {
     int64_t parameters;           // elements of all constant tensors
     int64_t flops;                // multiply-adds x2 of Conv/Gemm/MatMul at the declared static shapes; -1 unknown
     GHashTable *op_histogram;     // op name -> GINT_TO_POINTER(count); owned by the model
+    int qdq_folded, qdq_into;     // QuantizeLinear/DequantizeLinear chains folded: nodes replaced, integer nodes made
 } reel_model_summary;
 REEL_API void reel_model_summarize(const reel_model *m, reel_model_summary *out);
 

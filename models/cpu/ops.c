@@ -20,6 +20,7 @@ extern const reel_op *const reel_ops_text[]; // models/cpu/text.c
 extern const reel_op *const reel_ops_linalg[]; // models/cpu/linalg.c
 extern const reel_op *const reel_ops_loss[]; // models/cpu/loss.c
 extern const reel_op *const reel_ops_quant[]; // models/cpu/quant.c
+extern const reel_op *const reel_ops_qlinear[]; // models/cpu/qlinear.c: com.microsoft's QLinear ops
 extern const reel_op *const reel_ops_nn[];          // models/cpu/conv.c, gemm.c, pool.c, norm.c, resize.c
 
 const reel_op *const *const reel_op_tables[] = {
@@ -40,6 +41,7 @@ const reel_op *const *const reel_op_tables[] = {
     reel_ops_linalg,
     reel_ops_loss,
     reel_ops_quant,
+    reel_ops_qlinear,
     NULL,
 };
 

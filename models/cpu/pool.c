@@ -16,9 +16,15 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     reel_ir_value *x = reel_op_input(g, n, 0);
     if (!x)
         NN_FAIL(error, REEL_EINVAL, n, "needs input X");
-    if (x->dtype != REEL_DTYPE_FLOAT32)
-        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported");
     bool is_max = strcmp(n->op, "MaxPool") == 0;
+    // MaxPool also picks 8-bit values as they are (folded QDQ models).
+    bool q8 = x->dtype == REEL_DTYPE_UINT8 || x->dtype == REEL_DTYPE_INT8;
+    if (x->dtype != REEL_DTYPE_FLOAT32 && !(is_max && q8))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported%s",
+                is_max ? " (and uint8, int8)" : "");
+    if (q8 && reel_op_output(g, n, 1))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "output Indices is not supported for %s input",
+                x->dtype == REEL_DTYPE_UINT8 ? "uint8" : "int8");
     if (is_max && reel_ir_attr_int(n, "storage_order", 0) > 1)
         NN_FAIL(error, REEL_EINVAL, n, "storage_order must be 0 or 1");
     if (!is_max && reel_ir_attr_find(n, "dilations")) {
@@ -29,7 +35,7 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
                 NN_FAIL(error, REEL_EINVAL, n, "dilations need opset 19");
     }
     if (x->rank < 0) {
-        reel_op_output(g, n, 0)->dtype = REEL_DTYPE_FLOAT32;
+        reel_op_output(g, n, 0)->dtype = x->dtype;
         reel_op_output(g, n, 0)->rank = -1;
         return 0;
     }
@@ -40,7 +46,7 @@ static int pool_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     int64_t od[5] = { x->dims[0], x->dims[1] };
     for (int i = 0; i < w.sp; i++)
         od[2 + i] = w.out[3 - w.sp + i];
-    nn_set(reel_op_output(g, n, 0), REEL_DTYPE_FLOAT32, x->rank, od);
+    nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, od);
     if (is_max && reel_op_output(g, n, 1))
         nn_set(reel_op_output(g, n, 1), REEL_DTYPE_INT64, x->rank, od);
     return 0;
@@ -131,12 +137,108 @@ static bool maxpool_fast(const reel_ir_node *n, const nn_window *w, const int64_
         && reel_ir_attr_int(n, "storage_order", 0) == 0;
 }
 
+// MaxPool of uint8 or int8 planes: the window's largest byte (padding taps
+// take no part). 2-D windows without dilation take each output row's input
+// rows' elementwise max first (vectorized), then the max over each window's
+// columns of that; others go tap by tap.
+#define MAXPOOL_Q8(name, T, MIN_V)                                                                               \
+    __attribute__((target_clones("avx2", "default"))) static void name(                                               \
+        const T *x, T *y, const nn_window *w, int64_t planes, T *row)                                            \
+    {                                                                                                            \
+        int64_t D = w->in[0], H = w->in[1], W = w->in[2], Pin = D * H * W, P = w->out[0] * w->out[1] * w->out[2]; \
+        bool flat = D == 1 && w->k[0] == 1 && w->d[1] == 1 && w->d[2] == 1;                                     \
+        for (int64_t p = 0; p < planes; p++, x += Pin, y += P) {                                                 \
+            if (flat) {                                                                                          \
+                for (int64_t oh = 0; oh < w->out[1]; oh++) {                                                     \
+                    int64_t h0 = oh * w->s[1] - w->pb[1];                                                        \
+                    for (int64_t i = 0; i < W; i++)                                                              \
+                        row[i] = MIN_V;                                                                          \
+                    for (int64_t ih = MAX(h0, 0); ih < MIN(h0 + w->k[1], H); ih++) {                             \
+                        const T *restrict xr = x + ih * W;                                                       \
+                        for (int64_t i = 0; i < W; i++)                                                          \
+                            row[i] = xr[i] > row[i] ? xr[i] : row[i];                                            \
+                    }                                                                                            \
+                    T *yr = y + oh * w->out[2];                                                                  \
+                    bool no_rows = MAX(h0, 0) >= MIN(h0 + w->k[1], H);                                           \
+                    if (!no_rows && w->k[2] == 2 && w->s[2] == 2 && w->pb[2] == 0 && 2 * w->out[2] <= W) {       \
+                        /* The common 2x2 stride-2 pool: pairs of columns. */                                    \
+                        for (int64_t ow = 0; ow < w->out[2]; ow++)                                               \
+                            yr[ow] = row[2 * ow] > row[2 * ow + 1] ? row[2 * ow] : row[2 * ow + 1];              \
+                        continue;                                                                                \
+                    }                                                                                            \
+                    for (int64_t ow = 0; ow < w->out[2]; ow++) {                                                 \
+                        int64_t c0 = ow * w->s[2] - w->pb[2], c1 = MIN(c0 + w->k[2], W);                         \
+                        T m = MIN_V;                                                                             \
+                        for (int64_t iw = MAX(c0, 0); iw < c1; iw++)                                             \
+                            m = row[iw] > m ? row[iw] : m;                                                       \
+                        /* A window wholly in the padding: 0, as below. */                                       \
+                        yr[ow] = no_rows || MAX(c0, 0) >= c1 ? 0 : m;                                            \
+                    }                                                                                            \
+                }                                                                                                \
+                continue;                                                                                        \
+            }                                                                                                    \
+            for (int64_t od = 0; od < w->out[0]; od++)                                                           \
+                for (int64_t oh = 0; oh < w->out[1]; oh++)                                                       \
+                    for (int64_t ow = 0; ow < w->out[2]; ow++) {                                                 \
+                        int64_t s0 = od * w->s[0] - w->pb[0], s1 = oh * w->s[1] - w->pb[1];                      \
+                        int64_t s2 = ow * w->s[2] - w->pb[2];                                                    \
+                        int m = -1000;                                                                           \
+                        for (int64_t a = 0; a < w->k[0]; a++) {                                                  \
+                            int64_t id = s0 + a * w->d[0];                                                       \
+                            for (int64_t b = 0; b < w->k[1] && id >= 0 && id < D; b++) {                         \
+                                int64_t ih = s1 + b * w->d[1];                                                   \
+                                for (int64_t e = 0; e < w->k[2] && ih >= 0 && ih < H; e++) {                     \
+                                    int64_t iw = s2 + e * w->d[2];                                               \
+                                    if (iw >= 0 && iw < W && x[(id * H + ih) * W + iw] > m)                      \
+                                        m = x[(id * H + ih) * W + iw];                                           \
+                                }                                                                                \
+                            }                                                                                    \
+                        }                                                                                        \
+                        y[(od * w->out[1] + oh) * w->out[2] + ow] = (T)(m == -1000 ? 0 : m);                    \
+                    }                                                                                            \
+        }                                                                                                        \
+    }
+MAXPOOL_Q8(maxpool_u8, uint8_t, 0)
+MAXPOOL_Q8(maxpool_s8, int8_t, -128)
+
+typedef struct maxpool_q8_job {
+    const nn_window *w;
+    const uint8_t *X;
+    uint8_t *Y;
+    bool s8;
+    int64_t planes, per_task, Pin, P;
+} maxpool_q8_job;
+
+static void maxpool_q8_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const maxpool_q8_job *j = arg;
+    int64_t p0 = task * j->per_task, n = MIN(j->planes - p0, j->per_task);
+    uint8_t *row = g_malloc(MAX(1, j->w->in[2]));
+    if (j->s8)
+        maxpool_s8((const int8_t *)j->X + p0 * j->Pin, (int8_t *)j->Y + p0 * j->P, j->w, n, (int8_t *)row);
+    else
+        maxpool_u8(j->X + p0 * j->Pin, j->Y + p0 * j->P, j->w, n, row);
+    g_free(row);
+}
+
 static int pool_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     nn_window w;
     if (pool_window(n, in[0]->rank, in[0]->shape, &w, NULL))
         return REEL_EINVAL;
     bool is_max = strcmp(n->op, "MaxPool") == 0;
+    if (in[0]->dtype == REEL_DTYPE_UINT8 || in[0]->dtype == REEL_DTYPE_INT8) {
+        int threads = ctx->workers ? ctx->threads : 1;
+        maxpool_q8_job j = { &w, in[0]->data, out[0]->data, in[0]->dtype == REEL_DTYPE_INT8,
+                             in[0]->shape[0] * in[0]->shape[1], 1, w.in[0] * w.in[1] * w.in[2],
+                             w.out[0] * w.out[1] * w.out[2] };
+        if (j.planes == 0 || j.P == 0)
+            return 0;
+        j.per_task = MAX(1, j.planes / (4 * threads));
+        nn_parallel(ctx, (int)((j.planes + j.per_task - 1) / j.per_task), maxpool_q8_task, &j);
+        return 0;
+    }
     if (is_max && maxpool_fast(n, &w, n->n_outputs > 1 && out[1] ? out[1]->data : NULL)) {
         int threads = ctx->workers ? ctx->threads : 1;
         maxpool_job j = { &w, in[0]->data, out[0]->data, in[0]->shape[0] * in[0]->shape[1], 1 };

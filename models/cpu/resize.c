@@ -185,13 +185,19 @@ static int resize_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     reel_ir_value *x = reel_op_input(g, n, 0);
     if (!x)
         NN_FAIL(error, REEL_EINVAL, n, "needs input X");
-    if (x->dtype != REEL_DTYPE_FLOAT32)
-        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported");
+    // Nearest also picks 8-bit values as they are (folded QDQ models).
+    bool q8 = x->dtype == REEL_DTYPE_UINT8 || x->dtype == REEL_DTYPE_INT8;
+    if (q8 && (strcmp(reel_ir_attr_string(n, "mode", "nearest"), "nearest") != 0
+               || strcmp(reel_ir_attr_string(n, "coordinate_transformation_mode", ""), "tf_crop_and_resize") == 0))
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "%s input needs mode nearest (without tf_crop_and_resize)",
+                x->dtype == REEL_DTYPE_UINT8 ? "a uint8" : "an int8");
+    if (x->dtype != REEL_DTYPE_FLOAT32 && !q8)
+        NN_FAIL(error, REEL_EUNSUPPORTED, n, "only float32 tensors are supported (and uint8, int8 with nearest)");
     int iroi, iscales, isizes;
     input_slots(n, g->opset, &iroi, &iscales, &isizes);
     reel_ir_value *y = reel_op_output(g, n, 0);
     if (x->rank < 0) {
-        y->dtype = REEL_DTYPE_FLOAT32;
+        y->dtype = x->dtype;
         y->rank = -1;
         return 0;
     }
@@ -207,7 +213,7 @@ static int resize_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
     if (!known && !(is_upsample(n) && g->opset < 9))
         for (int i = 0; i < r.rank; i++)
             r.out[i] = REEL_DIM_UNKNOWN;
-    nn_set(y, REEL_DTYPE_FLOAT32, x->rank, r.out);
+    nn_set(y, x->dtype, x->rank, r.out);
     return 0;
 }
 
@@ -335,11 +341,58 @@ static size_t resize_scratch(const reel_ir_node *n, reel_tensor *const *in, reel
     return 2 * (size_t)peak * sizeof(float);
 }
 
+// Nearest on an 8-bit tensor: each output byte is the input byte its
+// per-axis nearest indices pick.
+static void resize_nearest_q8(const rgeom *r, const uint8_t *x, uint8_t *y)
+{
+    int rank = r->rank, last = rank - 1;
+    int64_t *pick[REEL_TENSOR_MAX_RANK], st[REEL_TENSOR_MAX_RANK], c[REEL_TENSOR_MAX_RANK] = { 0 }, s = 1;
+    for (int a = rank - 1; a >= 0; a--) {
+        int64_t no = r->out[a] ? r->out[a] : 1;
+        int64_t *idx = g_new(int64_t, 4 * no);
+        float *wt = g_new(float, 4 * no);
+        bool *outside = g_new(bool, no);
+        axis_taps(r, a, idx, wt, outside);
+        pick[a] = g_new(int64_t, no);
+        for (int64_t o = 0; o < no; o++)
+            pick[a][o] = idx[4 * o];
+        g_free(idx);
+        g_free(wt);
+        g_free(outside);
+        st[a] = s;
+        s *= r->in[a];
+    }
+    for (;;) {
+        int64_t off = 0;
+        for (int a = 0; a < last; a++)
+            off += pick[a][c[a]] * st[a];
+        for (int64_t o = 0; o < r->out[last]; o++)
+            *y++ = x[off + pick[last][o]];
+        int a = last - 1;
+        for (; a >= 0; a--) {
+            if (++c[a] < r->out[a])
+                break;
+            c[a] = 0;
+        }
+        if (a < 0)
+            break;
+    }
+    for (int a = 0; a < rank; a++)
+        g_free(pick[a]);
+}
+
 static int resize_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     rgeom r;
     if (run_geom(n, in, &r))
         return REEL_EINVAL;
+    if (in[0]->dtype == REEL_DTYPE_UINT8 || in[0]->dtype == REEL_DTYPE_INT8) {
+        if (r.mode != M_NEAREST || r.rank < 1)
+            return REEL_EINVAL;
+        if (reel_tensor_count(r.rank, r.out) > 0)
+            resize_nearest_q8(&r, in[0]->data, out[0]->data);
+        return 0;
+    }
     int64_t cur[REEL_TENSOR_MAX_RANK];
     memcpy(cur, r.in, sizeof cur);
     int64_t total_out = reel_tensor_count(r.rank, r.out);
