@@ -82,9 +82,10 @@ bool mask_covers(uint m, int px, int py)
 {
     uint base = m * 8u;
     int x = int(masks[base]), y = int(masks[base + 1u]), w = int(masks[base + 2u]), h = int(masks[base + 3u]);
-    if (w <= 0 || h <= 0 || px < x || py < y || px - x >= w || py - y >= h)
+    // Differences as uint: exact once px >= x, whatever x is.
+    if (w <= 0 || h <= 0 || px < x || py < y || uint(px) - uint(x) >= uint(w) || uint(py) - uint(y) >= uint(h))
         return false;
-    uint i = uint(py - y) * uint(w) + uint(px - x);
+    uint i = (uint(py) - uint(y)) * uint(w) + (uint(px) - uint(x));
     uint ends = pc.n_masks * 8u + masks[base + 5u], n = masks[base + 6u];
     uint lo = 0u, hi = n; // the count of ends <= i lies in [lo, hi]
     while (lo < hi) {

@@ -540,6 +540,8 @@ static void test_masks_match_paint(void **state)
                     runs[0] = 0, n = n ? n : 1; // on from the top left
                 if (k == 1 && n)
                     runs[n - 1] = 1u << 30;     // far past the rectangle
+                if (k == 2)
+                    x = INT32_MIN + 5;          // nowhere near the frame
                 mask_add(descs, ends, x, y, mw, mh,
                          reel_overlay_color(fmts[fi], g_rand_int_range(r, 0, 256), g_rand_int_range(r, 0, 256),
                                             g_rand_int_range(r, 0, 256)),
@@ -932,10 +934,13 @@ static int geo_masks_process(reel_element *e, int pad, reel_buffer *buf)
             g_array_append_val(runs, len);
         count[k] = (int)runs->len - first[k];
     }
-    m = reel_masks_new(2, (int)runs->len);
+    m = reel_masks_new(3, (int)runs->len);
     memcpy(m->runs, runs->data, runs->len * sizeof(uint32_t));
     for (int k = 0; k < 2; k++)
         m->items[k] = (reel_mask){ k, rects[k][0], rects[k][1], rects[k][2], rects[k][3], first[k], count[k], false };
+    // A third, for the disc again, 10^8 pixels wide: more than 2^32 pixels in
+    // the frame's rows, left out with a warning.
+    m->items[2] = (reel_mask){ 0, -50000000, 0, 100000000, MASK_H, first[0], 2, false };
     g_array_free(runs, TRUE);
     reel_buffer_add_meta(buf, &reel_masks_meta, m);
     return reel_element_push(e, 0, buf);
@@ -948,9 +953,19 @@ static const reel_element_class geo_masks_class = {
     .process = geo_masks_process,
 };
 
+static GString *warnings;
+
+static void keep_warning(const reel_message *msg, void *user)
+{
+    (void)user;
+    if (msg->type == REEL_MESSAGE_WARNING && msg->text)
+        g_string_append_printf(warnings, "%s\n", msg->text);
+}
+
 static void test_element_masks(void **state)
 {
     (void)state;
+    warnings = g_string_new(NULL);
     const char *formats[] = { "rgb24", "yuv420p", "nv12" };
     for (size_t fi = 0; fi < G_N_ELEMENTS(formats); fi++) {
         for (int i = 0; i < 3; i++)
@@ -961,11 +976,17 @@ static void test_element_masks(void **state)
                                      "t. ! queue ! overlay device=%s thickness=1 labels=false alpha=0.4 ! geo_grab name=drawn",
                                      formats[fi], MASK_W, MASK_H, spec);
         GError *err = NULL;
-        reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2), &err);
+        g_string_truncate(warnings, 0);
+        reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2,
+                                                                              .bus_handler = keep_warning), &err);
         if (!p || reel_pipeline_run(p, &err) != 0)
             fail_msg("%s: %s", text, err->message);
         reel_pipeline_destroy(&p);
         g_free(text);
+        // Both overlays say so once, naming the mask.
+        const char *said = strstr(warnings->str, "mask of detection 0 is 100000000x80 pixels, too large to draw");
+        assert_non_null(said);
+        assert_non_null(strstr(said + 1, "mask of detection 0 is 100000000x80 pixels, too large to draw"));
         const reel_buffer *plain = grabbed[0], *drawn = grabbed[1], *cpu = grabbed[2];
         assert_non_null(plain), assert_non_null(drawn), assert_non_null(cpu);
         // Byte for byte the cpu's, every plane (bound: 0).
@@ -1001,6 +1022,7 @@ static void test_element_masks(void **state)
     }
     for (int i = 0; i < 3; i++)
         reel_buffer_unref(&grabbed[i]);
+    g_string_free(warnings, TRUE);
 }
 
 int main(int argc, char **argv)
