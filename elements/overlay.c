@@ -1,11 +1,11 @@
 // overlay: draws each frame's detections (boxes, labels with scores, track
 // ids, landmarks, pose skeletons, instance masks) and its zones and lines
 // with their counts (after `zones`) into the frame itself, on the element's
-// device: the primitives of gpu/overlay.h painted by reel_overlay_paint()
-// for host frames, by the "overlay" kernel for frames in device memory. Both
-// give the same bytes. Masks are blended translucently on host frames only
-// (the kernel paints opaque primitives); on a device they are left out,
-// with a warning.
+// device: the primitives and masks of gpu/overlay.h painted by
+// reel_overlay_paint() for host frames, by the "overlay" kernel for frames
+// in device memory. Both give the same bytes. Masks go to the kernel as
+// their runs' running sums (4 bytes a run, as in reel_masks), so a frame
+// never travels to the host to have them blended.
 #include <stdio.h>
 #include <string.h>
 
@@ -16,12 +16,13 @@ typedef struct overlay_priv {
     int thickness, font_scale;
     bool labels, landmarks, masks, skeleton;
     double alpha, keypoint_threshold;
-    bool warned_masks;
+    bool warned_masks; // a mask too large to draw was left out
 
     bool on_device;
     reel_kernel *kernel;
     reel_mem *font;
     GArray *prims; // reel_overlay_prim, rebuilt per frame
+    GArray *mask_words, *ends; // the masks as gpu/overlay.h lays them out, rebuilt per frame
 } overlay_priv;
 
 // The primitives are built afresh for each frame from these, so they may
@@ -36,7 +37,7 @@ static const reel_prop props[] = {
     { "landmarks", REEL_PROP_BOOL, offsetof(overlay_priv, landmarks), "true", .help = "mark each landmark",
       .flags = REEL_PROP_MUTABLE },
     { "masks", REEL_PROP_BOOL, offsetof(overlay_priv, masks), "true",
-      .help = "fill instance masks (detect decoder=yolov8-seg) in the box's colour; host frames only",
+      .help = "fill instance masks (detect decoder=yolov8-seg) translucently in the box's colour",
       .flags = REEL_PROP_MUTABLE },
     { "alpha", REEL_PROP_DOUBLE, offsetof(overlay_priv, alpha), "0.4", 0, 1,
       .help = "opacity of the mask fill: 0 leaves the frame, 1 paints over it", .flags = REEL_PROP_MUTABLE },
@@ -195,6 +196,8 @@ static int start(reel_element *e)
 {
     overlay_priv *s = reel_element_priv(e);
     s->prims = g_array_new(FALSE, FALSE, sizeof(reel_overlay_prim));
+    s->mask_words = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    s->ends = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     reel_device *dev = reel_element_device(e);
     s->on_device = dev && reel_device_info_of(dev)->backend != REEL_BACKEND_CPU;
     if (!s->on_device)
@@ -214,19 +217,37 @@ static int start(reel_element *e)
     return rc;
 }
 
+// A host-visible buffer holding `bytes` of data, or NULL after an error.
+static reel_mem *upload(reel_element *e, const void *data, size_t bytes, int *rc)
+{
+    GError *err = NULL;
+    reel_mem *m = reel_mem_new(reel_element_device(e), reel_mem_params(.size = bytes, .domain = REEL_MEM_HOST), &err);
+    if (!m) {
+        *rc = reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return NULL;
+    }
+    if ((*rc = reel_mem_upload(m, 0, data, bytes, reel_element_xfer(e))) < 0) {
+        reel_element_error(e, *rc, "overlay upload failed: %s", reel_strerror(*rc));
+        reel_mem_unref(&m);
+    }
+    return m;
+}
+
 static int draw_on_device(reel_element *e, reel_buffer *frame, reel_overlay_push *p)
 {
     overlay_priv *s = reel_element_priv(e);
-    size_t bytes = s->prims->len * sizeof(reel_overlay_prim);
-    GError *err = NULL;
-    reel_mem *prims = reel_mem_new(reel_element_device(e), reel_mem_params(.size = bytes, .domain = REEL_MEM_HOST),
-                                   &err);
-    if (!prims) {
-        int rc = reel_element_error(e, err->code, "%s", err->message);
-        g_error_free(err);
+    int rc = 0;
+    if (s->prims->len == 0) { // no primitives (p->n_prims 0), but the kernel's buffer is never empty
+        reel_overlay_prim none = { 0 };
+        g_array_append_val(s->prims, none);
+    }
+    reel_mem *prims = upload(e, s->prims->data, s->prims->len * sizeof(reel_overlay_prim), &rc);
+    reel_mem *masks = prims ? upload(e, s->mask_words->data, s->mask_words->len * sizeof(uint32_t), &rc) : NULL;
+    if (!masks) {
+        reel_mem_unref(&prims);
         return rc;
     }
-    int rc = reel_mem_upload(prims, 0, s->prims->data, bytes, reel_element_xfer(e));
     for (int i = 0; i < 3; i++) {
         p->offset[i] = (uint32_t)frame->offsets[i];
         p->stride[i] = (uint32_t)frame->strides[i];
@@ -234,43 +255,62 @@ static int draw_on_device(reel_element *e, reel_buffer *frame, reel_overlay_push
     uint32_t local = reel_kernel_local_size(s->kernel);
     uint32_t words = (uint32_t)((reel_mem_size(frame->mem) + 3) / 4);
     uint64_t point = 0;
-    if (rc == 0)
-        rc = reel_kernel_dispatch(s->kernel,
-                                  reel_dispatch_params(.buffers = { frame->mem, prims, s->font }, .push = p,
-                                                       .push_size = sizeof *p,
-                                                       .groups = { (words + local - 1) / local }),
-                                  &point);
+    rc = reel_kernel_dispatch(s->kernel,
+                              reel_dispatch_params(.buffers = { frame->mem, prims, s->font, masks }, .push = p,
+                                                   .push_size = sizeof *p, .groups = { (words + local - 1) / local }),
+                              &point);
     reel_mem_unref(&prims);
+    reel_mem_unref(&masks);
     if (rc < 0)
         return reel_element_error(e, rc, "overlay dispatch failed: %s", reel_strerror(rc));
     reel_element_trace_dispatch(e, "overlay", point);
     return 0;
 }
 
-// The masks blended into a host frame, under the primitives.
-static void blend_masks(overlay_priv *s, const reel_masks *m, const reel_detections *dets, const reel_overlay_push *p,
-                        reel_buffer *frame)
+// The frame's masks as gpu/overlay.h lays them out in s->mask_words:
+// descriptors, then their runs' running sums. Each keeps only its rows
+// inside the frame, so its pixels are numbered within 32 bits. Returns how
+// many masks there are.
+static uint32_t build_masks(reel_element *e, overlay_priv *s, const reel_masks *m, const reel_detections *dets,
+                            reel_pixfmt fmt, int frame_height)
 {
-    int alpha = (int)(s->alpha * 256 + 0.5);
-    for (int i = 0; i < m->n; i++) {
+    g_array_set_size(s->mask_words, 0);
+    g_array_set_size(s->ends, 0);
+    uint32_t n = 0;
+    for (int i = 0; m && dets && s->masks && s->alpha > 0 && i < m->n; i++) {
         const reel_mask *k = &m->items[i];
-        if (k->detection < 0 || !dets || k->detection >= dets->n || k->width <= 0)
+        if (k->detection < 0 || k->detection >= dets->n || k->width <= 0 || k->height <= 0 || k->n_runs < 0 ||
+            k->first_run < 0 || (int64_t)k->first_run + k->n_runs > m->n_runs)
             continue;
-        uint32_t color = detection_color(&dets->items[k->detection], (reel_pixfmt)p->fmt);
-        int64_t at = 0; // pixel index in the mask's rectangle
-        for (int r = 0; r < k->n_runs; r++) {
-            int64_t end = at + m->runs[k->first_run + r];
-            // Odd runs are on: blend them a row's part at a time.
-            for (int64_t q = at; r % 2 && q < end && q < (int64_t)k->width * k->height;) {
-                int row = (int)(q / k->width), col = (int)(q % k->width);
-                int64_t stop = MIN(end, (int64_t)(row + 1) * k->width);
-                reel_overlay_blend_span(p, frame->planes, frame->strides, k->y + row, k->x + col,
-                                        k->x + col + (int)(stop - q), color, alpha);
-                q = stop;
-            }
-            at = end;
+        int64_t top = MAX(0, -(int64_t)k->y), bottom = MIN((int64_t)k->height, (int64_t)frame_height - k->y);
+        if (bottom <= top)
+            continue;
+        int64_t skip = top * k->width, size = (bottom - top) * k->width;
+        if (size > UINT32_MAX) {
+            if (!s->warned_masks)
+                reel_element_warning(e, "mask of detection %d is %dx%d pixels, too large to draw: left out",
+                                     k->detection, k->width, k->height);
+            s->warned_masks = true;
+            continue;
         }
+        reel_overlay_mask d = { k->x, (int32_t)(k->y + top), k->width, (int32_t)(bottom - top),
+                                detection_color(&dets->items[k->detection], fmt), s->ends->len, 0, 0 };
+        int64_t at = 0;
+        for (int r = 0; r < k->n_runs && at - skip < size; r++) {
+            at += m->runs[k->first_run + r];
+            uint32_t end = (uint32_t)CLAMP(at - skip, 0, size);
+            g_array_append_val(s->ends, end);
+        }
+        d.n_ends = s->ends->len - d.first;
+        g_array_append_vals(s->mask_words, &d, sizeof d / 4);
+        n++;
     }
+    g_array_append_vals(s->mask_words, s->ends->data, s->ends->len);
+    if (s->mask_words->len == 0) {
+        uint32_t zero = 0; // the kernel's buffer is never empty
+        g_array_append_val(s->mask_words, zero);
+    }
+    return n;
 }
 
 static int process(reel_element *e, int pad, reel_buffer *in)
@@ -279,31 +319,28 @@ static int process(reel_element *e, int pad, reel_buffer *in)
     overlay_priv *s = reel_element_priv(e);
     const reel_detections *dets = reel_buffer_get_meta(in, &reel_detections_meta);
     const reel_analytics *regions = reel_buffer_get_meta(in, &reel_analytics_meta);
-    const reel_masks *masks = reel_buffer_get_meta(in, &reel_masks_meta);
-    if (masks && masks->n && s->masks && s->on_device && !s->warned_masks) {
-        reel_element_warning(e, "instance masks are drawn on host frames only: on %s they are left out (boxes, "
-                             "keypoints and labels are drawn)", reel_device_info_of(reel_element_device(e))->name);
-        s->warned_masks = true;
-    }
     if ((!dets || dets->n == 0) && (!regions || regions->n_shapes == 0))
         return reel_element_push(e, 0, in);
+    // Other branches may hold the frame: draw on a copy of our own then.
+    int rc = reel_buffer_make_writable(&in);
+    if (rc < 0) {
+        reel_buffer_unref(&in);
+        return reel_element_error(e, rc, "cannot copy a frame other branches share to draw on it");
+    }
+    // The copy's own metadata: the frame read above may be gone by now.
+    dets = reel_buffer_get_meta(in, &reel_detections_meta);
+    regions = reel_buffer_get_meta(in, &reel_analytics_meta);
     const reel_caps *f = &in->format;
     reel_pixfmt fmt = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
     build_prims(s, dets, regions, fmt);
-    reel_overlay_push p = { (uint32_t)fmt, (uint32_t)f->width, (uint32_t)f->height, s->prims->len, { 0 }, { 0 } };
-    // Other branches may hold the frame: draw on a copy of our own then.
-    int rc = reel_buffer_make_writable(&in);
-    if (rc < 0)
-        rc = reel_element_error(e, rc, "cannot copy a frame other branches share to draw on it");
-    else if (s->on_device)
+    uint32_t n_masks = build_masks(e, s, reel_buffer_get_meta(in, &reel_masks_meta), dets, fmt, f->height);
+    reel_overlay_push p = { (uint32_t)fmt, (uint32_t)f->width, (uint32_t)f->height, s->prims->len, { 0 }, { 0 },
+                            n_masks, (uint32_t)(s->alpha * 256 + 0.5) };
+    if (s->on_device)
         rc = draw_on_device(e, in, &p);
-    else {
-        // The copy's own metadata: the frame read above may be gone by now.
-        masks = reel_buffer_get_meta(in, &reel_masks_meta);
-        if (masks && s->masks && s->alpha > 0)
-            blend_masks(s, masks, reel_buffer_get_meta(in, &reel_detections_meta), &p, in);
-        reel_overlay_paint(&p, in->planes, in->strides, (const reel_overlay_prim *)s->prims->data);
-    }
+    else
+        reel_overlay_paint(&p, in->planes, in->strides, (const reel_overlay_prim *)s->prims->data,
+                           (const uint32_t *)s->mask_words->data);
     if (rc < 0) {
         reel_buffer_unref(&in);
         return rc;
@@ -316,9 +353,12 @@ static void stop(reel_element *e)
     overlay_priv *s = reel_element_priv(e);
     reel_kernel_destroy(&s->kernel);
     reel_mem_unref(&s->font);
-    if (s->prims)
-        g_array_free(s->prims, TRUE);
-    s->prims = NULL;
+    GArray **arrays[] = { &s->prims, &s->mask_words, &s->ends };
+    for (size_t i = 0; i < G_N_ELEMENTS(arrays); i++)
+        if (*arrays[i]) {
+            g_array_free(*arrays[i], TRUE);
+            *arrays[i] = NULL;
+        }
 }
 
 const reel_element_class reel_overlay_class = {

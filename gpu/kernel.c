@@ -69,7 +69,7 @@ const reel_kernel_desc reel_kernel_descs[] = {
     DESC(reduce_sum, 2, 1u << 1, 8, 256),
     DESC(fill, 1, 1u << 0, 8, 64),
     DESC(preprocess, 2, 1u << 1, sizeof(reel_preprocess_push), 64),
-    DESC(overlay, 3, 1u << 0, 40, 64),
+    DESC(overlay, 4, 1u << 0, 48, 64),
     // Push sizes: models/vulkan/ops_nn.c's conv_push, gemm_push, pool_push.
     NN_DESC2(nn_conv2d, 5, 1u << 4, 84, 64),
     // Constants TM, TN, TK, RM, RN; local size (TM / RM) * (TN / RN): 16 x 16 for the defaults.

@@ -1,6 +1,7 @@
 // Overlay drawing on the host: colours, reel_overlay_paint() and the cpu
 // backend's "overlay" kernel. gpu/shaders/overlay.comp computes the same
-// bytes the other way round (per byte, the last covering primitive).
+// bytes the other way round (per byte, the last covering primitive, else
+// the masks covering it blended in turn).
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 _Static_assert(REEL_PIXFMT_RGB24 == 2 && REEL_PIXFMT_BGR24 == 3 && REEL_PIXFMT_RGBA == 4 &&
                    REEL_PIXFMT_YUV420P == 6 && REEL_PIXFMT_YUVJ420P == 7 && REEL_PIXFMT_NV12 == 8,
                "gpu/shaders/overlay.comp's format numbers");
-_Static_assert(sizeof(reel_overlay_prim) == 32 && sizeof(reel_overlay_push) == 40, "kernel layouts");
+_Static_assert(sizeof(reel_overlay_prim) == 32 && sizeof(reel_overlay_push) == 48 && sizeof(reel_overlay_mask) == 32,
+               "kernel layouts");
 
 // A format's planes: log2 subsampling, bytes per sample, and which colour
 // byte each of a sample's bytes takes.
@@ -167,10 +169,62 @@ static void paint_line(const reel_overlay_push *p, const layout *l, uint8_t *con
     }
 }
 
+// Blends `color` into the pixels x0 <= px < x1 of row y, alpha/256 of it;
+// a subsampled sample blends when the pixel at its top left is in the span.
+static void blend_span(const reel_overlay_push *p, const layout *lp, uint8_t *const planes[3], const int strides[3],
+                       int64_t y, int64_t x0, int64_t x1, uint32_t color, int alpha)
+{
+    const layout l = *lp;
+    x0 = MAX(x0, 0), x1 = MIN(x1, (int64_t)p->width);
+    if (y < 0 || y >= (int64_t)p->height || x0 >= x1)
+        return;
+    for (int i = 0; i < l.n_planes; i++) {
+        int xs = l.plane[i].xs, ys = l.plane[i].ys, bpp = l.plane[i].bpp;
+        if (y & ((1 << ys) - 1))
+            continue; // a subsampled row follows the luma row at its top
+        int c[4];
+        for (int k = 0; k < bpp; k++)
+            c[k] = (int)(color >> (8 * l.plane[i].chan[k]) & 255) * alpha;
+        uint8_t *row = planes[i] + (size_t)(y >> ys) * strides[i];
+        for (int cx = (int)((x0 + (1 << xs) - 1) >> xs); cx <= (int)((x1 - 1) >> xs); cx++)
+            for (int k = 0; k < bpp; k++) {
+                uint8_t *v = &row[cx * bpp + k];
+                *v = (uint8_t)((*v * (256 - alpha) + c[k] + 128) >> 8);
+            }
+    }
+}
+
+// Each mask's on runs (ends[2k] to ends[2k + 1] in its own numbering), a
+// row's part at a time.
+static void blend_masks(const reel_overlay_push *p, const layout *l, uint8_t *const planes[3], const int strides[3],
+                        const uint32_t *words)
+{
+    const uint32_t *ends = words + (size_t)p->n_masks * (sizeof(reel_overlay_mask) / 4);
+    int alpha = (int)MIN(p->alpha, 256u);
+    for (uint32_t i = 0; i < p->n_masks; i++) {
+        reel_overlay_mask m;
+        memcpy(&m, words + (size_t)i * (sizeof m / 4), sizeof m);
+        if (m.width <= 0 || m.height <= 0)
+            continue;
+        // Only the rows inside the frame.
+        int64_t lo = MAX(0, -(int64_t)m.y) * m.width, hi = MIN((int64_t)m.height, (int64_t)p->height - m.y) * m.width;
+        for (uint32_t r = 1; r < m.n_ends; r += 2) {
+            int64_t q = MAX((int64_t)ends[m.first + r - 1], lo), end = MIN((int64_t)ends[m.first + r], hi);
+            while (q < end) {
+                int64_t row = q / m.width, col = q % m.width, stop = MIN(end, (row + 1) * m.width);
+                blend_span(p, l, planes, strides, m.y + row, m.x + col, m.x + col + (stop - q), m.color, alpha);
+                q = stop;
+            }
+        }
+    }
+}
+
 void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3],
-                        const reel_overlay_prim *prims)
+                        const reel_overlay_prim *prims, const uint32_t *masks)
 {
     layout l = layout_of((reel_pixfmt)p->fmt);
+    if (masks && p->alpha)
+        blend_masks(p, &l, planes, strides, masks);
     for (uint32_t n = 0; n < p->n_prims; n++) {
         const reel_overlay_prim *q = &prims[n];
         int64_t x0 = q->x0, y0 = q->y0, x1 = q->x1, y1 = q->y1, t = q->thickness;
@@ -191,31 +245,8 @@ void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], co
     }
 }
 
-void reel_overlay_blend_span(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3], int y,
-                             int x0, int x1, uint32_t color, int alpha)
-{
-    layout l = layout_of((reel_pixfmt)p->fmt);
-    x0 = MAX(x0, 0), x1 = MIN(x1, (int)p->width);
-    if (y < 0 || y >= (int)p->height || x0 >= x1)
-        return;
-    for (int i = 0; i < l.n_planes; i++) {
-        int xs = l.plane[i].xs, ys = l.plane[i].ys, bpp = l.plane[i].bpp;
-        if (y & ((1 << ys) - 1))
-            continue; // a subsampled row follows the luma row at its top
-        int c[4];
-        for (int k = 0; k < bpp; k++)
-            c[k] = (int)(color >> (8 * l.plane[i].chan[k]) & 255) * alpha;
-        uint8_t *row = planes[i] + (size_t)(y >> ys) * strides[i];
-        for (int cx = (x0 + (1 << xs) - 1) >> xs; cx <= (x1 - 1) >> xs; cx++)
-            for (int k = 0; k < bpp; k++) {
-                uint8_t *v = &row[cx * bpp + k];
-                *v = (uint8_t)((*v * (256 - alpha) + c[k] + 128) >> 8);
-            }
-    }
-}
-
-// Buffers {frame, prims, font}. The font buffer holds reel_font5x7, which
-// paint reads directly. Paints the whole frame: callers dispatch one
+// Buffers {frame, prims, font, masks}. The font buffer holds reel_font5x7,
+// which paint reads directly. Paints the whole frame: callers dispatch one
 // invocation per word of it, so groups add nothing.
 void cpu_kernel_overlay(void *const *buffers, const void *push, const uint32_t groups[3], uint32_t local_size)
 {
@@ -227,5 +258,5 @@ void cpu_kernel_overlay(void *const *buffers, const void *push, const uint32_t g
     int strides[3];
     for (int i = 0; i < 3; i++)
         planes[i] = frame + p.offset[i], strides[i] = (int)p.stride[i];
-    reel_overlay_paint(&p, planes, strides, buffers[1]);
+    reel_overlay_paint(&p, planes, strides, buffers[1], buffers[3]);
 }

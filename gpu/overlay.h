@@ -1,6 +1,8 @@
-// Overlay drawing: boxes, filled boxes and glyphs of a built-in 5x7 bitmap
-// font painted into a video frame in place, in primitive order (a later
-// primitive covers an earlier one). Two implementations give identical bytes:
+// Overlay drawing: instance masks blended translucently, then boxes, filled
+// boxes and glyphs of a built-in 5x7 bitmap font painted over them, into a
+// video frame in place, in order (a later mask blends over an earlier one, a
+// later primitive covers an earlier one and every mask). Two implementations
+// give identical bytes:
 // the "overlay" kernel (gpu/shaders/overlay.comp, one invocation per 32-bit
 // word of the frame, the last primitive covering each byte wins) and
 // reel_overlay_paint() (primitive by primitive, for host frames and the cpu
@@ -50,28 +52,40 @@ typedef struct reel_overlay_prim {
     uint32_t glyph;         // GLYPH: character code
 } reel_overlay_prim;
 
-// Push constants of the "overlay" kernel (40 bytes). Buffers: {frame (read
+// One instance mask (32 bytes, 8 words of the kernel's masks buffer): the
+// pixels of the rectangle [x, x + width) x [y, y + height) numbered row by
+// row from 0 (i = row * width + column), and the running sums of its run
+// lengths (off, on, off, ... as reel_masks has them, include/reel/vision.h),
+// ends[first .. first + n_ends): pixel i is on when the count of those ends
+// <= i is odd and below n_ends (past the last run: off). width * height
+// must fit in 32 bits (elements/overlay.c keeps to the frame's rows).
+typedef struct reel_overlay_mask {
+    int32_t x, y, width, height;
+    uint32_t color;            // as a primitive's
+    uint32_t first, n_ends;    // its ends in the ends after the masks
+    uint32_t reserved;
+} reel_overlay_mask;
+
+// Push constants of the "overlay" kernel (48 bytes). Buffers: {frame (read
 // and written, planes packed at offset[] with row bytes stride[]), prims,
-// font (reel_font5x7)}. One invocation per 32-bit word of the frame buffer:
-// groups = ceil(words / local_size), words = ceil(frame bytes / 4).
+// font (reel_font5x7), masks (n_masks reel_overlay_mask, then the uint32
+// ends they index; at least one word even when empty)}. One invocation per
+// 32-bit word of the frame buffer: groups = ceil(words / local_size), words
+// = ceil(frame bytes / 4).
 typedef struct reel_overlay_push {
     uint32_t fmt, width, height, n_prims; // reel_pixfmt: yuv420p, yuvj420p, nv12, rgb24, bgr24, rgba
     uint32_t offset[3], stride[3];
+    uint32_t n_masks, alpha;              // alpha: the masks' opacity, 0..256
 } reel_overlay_push;
 
 // Colour bytes for `fmt` from an RGB colour (BT.601, limited range for
 // yuv420p/nv12, full for yuvj420p).
 uint32_t reel_overlay_color(reel_pixfmt fmt, uint8_t r, uint8_t g, uint8_t b);
 
-// Paints prims into host planes (strides in bytes; p->offset ignored).
+// Blends the p->n_masks masks of `masks` (the kernel's masks buffer; NULL
+// when none), then paints prims, into host planes (strides in bytes;
+// p->offset ignored).
 void reel_overlay_paint(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3],
-                        const reel_overlay_prim *prims);
-
-// Blends `color` into the pixels x0 <= px < x1 of row y, alpha/256 of it
-// (0..256): v = (v * (256 - alpha) + c * alpha + 128) >> 8 per byte; a
-// subsampled sample blends when the pixel at its top left is in the span.
-// Host frames only: instance masks are drawn on the cpu path.
-void reel_overlay_blend_span(const reel_overlay_push *p, uint8_t *const planes[3], const int strides[3], int y,
-                             int x0, int x1, uint32_t color, int alpha);
+                        const reel_overlay_prim *prims, const uint32_t *masks);
 
 #endif

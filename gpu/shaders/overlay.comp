@@ -1,9 +1,11 @@
-// Overlay drawing (gpu/overlay.h): boxes, filled boxes and 5x7 glyphs.
-// One invocation per 32-bit word of the frame, so no two invocations write
-// one word: each byte of the word that lies in a plane's pixels takes its
-// channel's colour byte from the last primitive covering its pixel. Bytes
-// outside the planes (row padding, gaps, the tail) keep their value. The
-// bytes equal reel_overlay_paint()'s (gpu/overlay.c).
+// Overlay drawing (gpu/overlay.h): instance masks blended in, boxes, filled
+// boxes and 5x7 glyphs over them. One invocation per 32-bit word of the
+// frame, so no two invocations write one word: each byte of the word that
+// lies in a plane's pixels takes its channel's colour byte from the last
+// primitive covering its pixel, or else blends in the colour of each mask
+// its pixel is on in, in order. Bytes outside the planes (row padding, gaps,
+// the tail) keep their value. The bytes equal reel_overlay_paint()'s
+// (gpu/overlay.c).
 #version 450
 
 layout(local_size_x_id = 0) in;
@@ -18,10 +20,14 @@ struct Prim {
 layout(std430, set = 0, binding = 0) buffer Frame { uint words[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Prims { Prim prims[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Font { uint font[]; }; // 7 rows per character from ' '
+// n_masks reel_overlay_mask (8 words: x, y, width, height, color, first,
+// n_ends, reserved), then the run ends they index.
+layout(std430, set = 0, binding = 3) readonly buffer Masks { uint masks[]; };
 
 layout(push_constant) uniform Push {
     uint fmt, width, height, n_prims;
     uint offset[3], stride[3];
+    uint n_masks, alpha;
 } pc;
 
 const int FILL = 0, RECT = 1, GLYPH = 2, LINE = 3;
@@ -69,6 +75,29 @@ bool covers(Prim q, int px, int py)
     return true;
 }
 
+// Whether pixel (px, py) is on in mask m: its number in the rectangle, and
+// how many of the mask's ends are <= it (a binary search over the
+// non-decreasing ends): odd and below n_ends is an on run.
+bool mask_covers(uint m, int px, int py)
+{
+    uint base = m * 8u;
+    int x = int(masks[base]), y = int(masks[base + 1u]), w = int(masks[base + 2u]), h = int(masks[base + 3u]);
+    // Differences as uint: exact once px >= x, whatever x is.
+    if (w <= 0 || h <= 0 || px < x || py < y || uint(px) - uint(x) >= uint(w) || uint(py) - uint(y) >= uint(h))
+        return false;
+    uint i = (uint(py) - uint(y)) * uint(w) + (uint(px) - uint(x));
+    uint ends = pc.n_masks * 8u + masks[base + 5u], n = masks[base + 6u];
+    uint lo = 0u, hi = n; // the count of ends <= i lies in [lo, hi]
+    while (lo < hi) {
+        uint mid = (lo + hi) >> 1;
+        if (masks[ends + mid] <= i)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return (lo & 1u) != 0u && lo < n;
+}
+
 uint n_planes()
 {
     return pc.fmt == YUV420P || pc.fmt == YUVJ420P ? 3u : pc.fmt == NV12 ? 2u
@@ -108,14 +137,24 @@ void main()
                 break; // row padding
             // A subsampled sample takes the coverage of its top-left pixel.
             int px = int((c / bpp) << sub), py = int((rel / pc.stride[p]) << sub);
+            uint shift = 8u * k, chan = 8u * channel(p, c % bpp);
+            bool painted = false;
             for (uint n = pc.n_prims; n-- > 0u;) {
                 Prim q = prims[n];
                 if (covers(q, px, py)) {
-                    uint shift = 8u * k;
-                    uint byte_ = (q.color >> (8u * channel(p, c % bpp))) & 0xffu;
+                    uint byte_ = (q.color >> chan) & 0xffu;
                     result = (result & ~(0xffu << shift)) | (byte_ << shift);
+                    painted = true;
                     break;
                 }
+            }
+            uint alpha = min(pc.alpha, 256u);
+            for (uint m = 0u; !painted && alpha > 0u && m < pc.n_masks; m++) {
+                if (!mask_covers(m, px, py))
+                    continue;
+                uint v = (result >> shift) & 0xffu, color = (masks[m * 8u + 4u] >> chan) & 0xffu;
+                v = (v * (256u - alpha) + color * alpha + 128u) >> 8;
+                result = (result & ~(0xffu << shift)) | (v << shift);
             }
             break;
         }

@@ -273,11 +273,12 @@ typedef struct reel_kernel_params {
 //               float32 tensor: ROI, bilinear resize, BT.601, normalization, NCHW/NHWC.
 //               push reel_preprocess_push (108 bytes). groups: ceil(dst_w * dst_h /
 //               local_size). The definition: gpu/preprocess.h.
-//   overlay     buffers {frame, prims, font}: paints boxes, filled boxes and 5x7 glyphs
+//   overlay     buffers {frame, prims, font, masks}: blends instance masks (run
+//               lengths) translucently, then paints boxes, filled boxes and 5x7 glyphs
 //               into a yuv420p/yuvj420p/nv12/rgb24/bgr24/rgba frame in place, a later
 //               primitive over an earlier one; padding bytes untouched. push
-//               reel_overlay_push (40 bytes). groups: ceil(ceil(frame bytes / 4) / local_size).
-//               Layouts, coverage and font: gpu/overlay.h.
+//               reel_overlay_push (48 bytes). groups: ceil(ceil(frame bytes / 4) / local_size).
+//               Layouts, coverage, masks and font: gpu/overlay.h.
 //
 // Creates a kernel on dev (compiling through the device's on-disk pipeline
 // cache: $REEL_CACHE_DIR, else $XDG_CACHE_HOME/reel, else ~/.cache/reel).

@@ -27,7 +27,7 @@ from . import _reel
 from ._reel import Error, Frame, Model, ParseError, configure, devices, elements, inspect, version
 
 __all__ = [
-    "Classification", "Count", "Detection", "Detections", "Error", "Event", "Frame", "Model", "ParseError",
+    "Classification", "Count", "Detection", "Detections", "Error", "Event", "Frame", "Mask", "Model", "ParseError",
     "Pipeline", "TensorInfo", "configure", "devices", "element", "elements", "inspect", "version",
 ]
 
@@ -39,6 +39,35 @@ class TensorInfo(NamedTuple):
     shape: Tuple[Union[int, str, None], ...]
 
 
+class Mask(NamedTuple):
+    """An instance mask (detect decoder=yolov8-seg) over its detection's box rounded out to whole
+    pixels, the rectangle x, y, width, height in frame pixels: runs (uint32, as metasink's "runs")
+    are run lengths row by row over the rectangle, off first, alternately off and on; pixels after
+    the last run are off. truncated: the mask was cut at 8192 runs."""
+    x: int
+    y: int
+    width: int
+    height: int
+    runs: np.ndarray
+    truncated: bool
+
+    @property
+    def array(self) -> np.ndarray:
+        """The mask decoded: a (height, width) bool array, True on the object."""
+        size = self.width * self.height
+        # Runs' ends clamped to the rectangle, so a malformed run cannot reach past it.
+        ends = np.minimum(np.cumsum(self.runs, dtype=np.int64), size)
+        lengths = np.diff(ends, prepend=0)
+        on = np.repeat((np.arange(len(lengths)) % 2).astype(bool), lengths)
+        flat = np.zeros(size, dtype=bool)
+        flat[:len(on)] = on
+        return flat.reshape(self.height, self.width)
+
+    def __repr__(self) -> str:
+        cut = ", truncated" if self.truncated else ""
+        return f"<reel.Mask {self.width}x{self.height} at ({self.x}, {self.y}), {len(self.runs)} runs{cut}>"
+
+
 class Detection(NamedTuple):
     """One detected object: box (x0, y0, x1, y1) in frame pixels."""
     box: Tuple[float, float, float, float]
@@ -47,26 +76,46 @@ class Detection(NamedTuple):
     label: str          # "" when none
     track_id: int       # -1: not tracked
     landmarks: np.ndarray  # (K, 2), NaN rows for landmarks this detection lacks
+    keypoint_scores: np.ndarray  # (K,), pose keypoints' scores; NaN where unscored
+    mask: Optional[Mask]  # its instance mask, or None
+    text: str           # what ocr read, "" when none
+    text_score: float   # its mean character probability, 0 when none
+
+    @property
+    def keypoints(self) -> np.ndarray:
+        """(K, 3): x, y, score per keypoint, as metasink's "keypoints"."""
+        return np.concatenate([self.landmarks, self.keypoint_scores[:, None]], axis=1)
 
 
 class Detections:
     """A frame's detections as arrays (N rows): boxes (N, 4) float32 x0, y0, x1, y1 in frame
     pixels, scores (N,), class_ids (N,) int32 (-1: none), labels (list of N str), track_ids (N,)
-    int64 (-1: not tracked), landmarks (N, K, 2) float32 (NaN where a detection has fewer).
-    Iterating gives reel.Detection tuples."""
+    int64 (-1: not tracked), landmarks (N, K, 2) float32 (NaN where a detection has fewer; pose
+    keypoints too), keypoint_scores (N, K) float32 (NaN where not scored), masks (list of N
+    reel.Mask or None), texts (list of N str, "" where ocr read nothing), text_scores (N,)
+    float32. Iterating gives reel.Detection tuples."""
 
-    __slots__ = ("boxes", "scores", "class_ids", "labels", "track_ids", "landmarks")
+    __slots__ = ("boxes", "scores", "class_ids", "labels", "track_ids", "landmarks", "keypoint_scores", "masks",
+                 "texts", "text_scores")
 
-    def __init__(self, boxes, scores, class_ids, labels, track_ids, landmarks):
+    def __init__(self, boxes, scores, class_ids, labels, track_ids, landmarks, keypoint_scores, masks, texts,
+                 text_scores):
         self.boxes, self.scores, self.class_ids = boxes, scores, class_ids
         self.labels, self.track_ids, self.landmarks = labels, track_ids, landmarks
+        self.keypoint_scores, self.masks, self.texts, self.text_scores = keypoint_scores, masks, texts, text_scores
+
+    @property
+    def keypoints(self) -> np.ndarray:
+        """(N, K, 3): x, y, score per keypoint, as metasink's "keypoints"."""
+        return np.concatenate([self.landmarks, self.keypoint_scores[..., None]], axis=2)
 
     def __len__(self) -> int:
         return len(self.scores)
 
     def __getitem__(self, i: int) -> Detection:
         return Detection(tuple(float(v) for v in self.boxes[i]), float(self.scores[i]), int(self.class_ids[i]),
-                         self.labels[i], int(self.track_ids[i]), self.landmarks[i])
+                         self.labels[i], int(self.track_ids[i]), self.landmarks[i], self.keypoint_scores[i],
+                         self.masks[i], self.texts[i], float(self.text_scores[i]))
 
     def __iter__(self) -> Iterator[Detection]:
         return (self[i] for i in range(len(self)))
@@ -105,7 +154,7 @@ class Count(NamedTuple):
     count_out: int
 
 
-_reel._bind(TensorInfo=TensorInfo, Detections=Detections, Classification=Classification, Event=Event,
+_reel._bind(TensorInfo=TensorInfo, Detections=Detections, Mask=Mask, Classification=Classification, Event=Event,
             Count=Count)
 
 

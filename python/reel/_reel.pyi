@@ -3,6 +3,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+import reel  # Detections and Mask are defined in reel/__init__.py
+
 version: str
 
 class Error(Exception):
@@ -48,7 +50,7 @@ class Frame:
     @property
     def media(self) -> str: ...
     @property
-    def detections(self) -> Optional[Any]: ...  # reel.Detections
+    def detections(self) -> Optional[reel.Detections]: ...  # with keypoint_scores, masks (reel.Mask), texts
     @property
     def classifications(self) -> List[Any]: ...  # reel.Classification
     @property

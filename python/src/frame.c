@@ -260,20 +260,42 @@ static PyObject *new_array(int nd, npy_intp *dims, int npy)
     return PyArray_ZEROS(nd, dims, npy, 0);
 }
 
+// Detection i's mask as a reel.Mask (its runs copied), or None.
+static PyObject *mask_of(const reel_masks *masks, int i)
+{
+    const reel_mask *m = masks ? reel_masks_find(masks, i) : NULL;
+    if (!m)
+        Py_RETURN_NONE;
+    npy_intp n = m->n_runs;
+    PyObject *runs = PyArray_SimpleNew(1, &n, NPY_UINT32);
+    if (!runs)
+        return NULL;
+    if (n)
+        memcpy(PyArray_DATA((PyArrayObject *)runs), masks->runs + m->first_run, (size_t)n * sizeof(uint32_t));
+    return make("Mask", Py_BuildValue("{s:i,s:i,s:i,s:i,s:N,s:O}", "x", m->x, "y", m->y, "width", m->width,
+                                      "height", m->height, "runs", runs, "truncated",
+                                      m->truncated ? Py_True : Py_False));
+}
+
 static PyObject *get_detections(PyObject *self, void *unused)
 {
     (void)unused;
-    const reel_detections *d = reel_buffer_get_meta(((frame_obj *)self)->buf, &reel_detections_meta);
+    const reel_buffer *b = ((frame_obj *)self)->buf;
+    const reel_detections *d = reel_buffer_get_meta(b, &reel_detections_meta);
     if (!d)
         Py_RETURN_NONE;
+    const reel_masks *masks = reel_buffer_get_meta(b, &reel_masks_meta);
     int k = 0;
     for (int i = 0; i < d->n; i++)
-        k = MAX(k, d->items[i].n_landmarks);
-    npy_intp n = d->n, d4[2] = { n, 4 }, dl[3] = { n, k, 2 };
+        k = MAX(k, CLAMP(d->items[i].n_landmarks, 0, REEL_MAX_LANDMARKS));
+    npy_intp n = d->n, d4[2] = { n, 4 }, dl[3] = { n, k, 2 }, dk[2] = { n, k };
     PyObject *boxes = new_array(2, d4, NPY_FLOAT32), *scores = new_array(1, &n, NPY_FLOAT32),
              *classes = new_array(1, &n, NPY_INT32), *tracks = new_array(1, &n, NPY_INT64),
-             *marks = new_array(3, dl, NPY_FLOAT32), *labels = PyList_New(n);
-    if (!boxes || !scores || !classes || !tracks || !marks || !labels)
+             *marks = new_array(3, dl, NPY_FLOAT32), *labels = PyList_New(n),
+             *kscores = new_array(2, dk, NPY_FLOAT32), *mask_list = PyList_New(n), *texts = PyList_New(n),
+             *tscores = new_array(1, &n, NPY_FLOAT32);
+    if (!boxes || !scores || !classes || !tracks || !marks || !labels || !kscores || !mask_list || !texts ||
+        !tscores)
         goto fail;
     for (int i = 0; i < d->n; i++) {
         const reel_detection *it = &d->items[i];
@@ -282,20 +304,35 @@ static PyObject *get_detections(PyObject *self, void *unused)
         *(float *)PyArray_GETPTR1((PyArrayObject *)scores, i) = it->score;
         *(int32_t *)PyArray_GETPTR1((PyArrayObject *)classes, i) = it->class_id;
         *(int64_t *)PyArray_GETPTR1((PyArrayObject *)tracks, i) = it->track_id;
+        *(float *)PyArray_GETPTR1((PyArrayObject *)tscores, i) = it->text_score;
         for (int j = 0; j < k; j++) {
             float *m = (float *)PyArray_GETPTR3((PyArrayObject *)marks, i, j, 0);
             bool have = j < it->n_landmarks;
             m[0] = have ? it->landmarks[j][0] : NAN;
             m[1] = have ? it->landmarks[j][1] : NAN;
+            // Scores only where the detector gave them (pose keypoints).
+            *(float *)PyArray_GETPTR2((PyArrayObject *)kscores, i, j) =
+                have && it->scored ? it->landmark_scores[j] : NAN;
         }
         PyObject *l = label_text(it->label);
         if (!l)
             goto fail;
         PyList_SET_ITEM(labels, i, l);
+        // ocr's text is UTF-8 cut at a character boundary; anything else is replaced, as metasink does.
+        PyObject *t = PyUnicode_DecodeUTF8(it->text, (Py_ssize_t)strnlen(it->text, REEL_TEXT_MAX), "replace");
+        if (!t)
+            goto fail;
+        PyList_SET_ITEM(texts, i, t);
+        PyObject *m = mask_of(masks, i);
+        if (!m)
+            goto fail;
+        PyList_SET_ITEM(mask_list, i, m);
     }
-    return make("Detections", Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N}", "boxes", boxes, "scores", scores,
-                                            "class_ids", classes, "labels", labels, "track_ids", tracks,
-                                            "landmarks", marks));
+    return make("Detections",
+                Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "boxes", boxes, "scores", scores,
+                              "class_ids", classes, "labels", labels, "track_ids", tracks, "landmarks", marks,
+                              "keypoint_scores", kscores, "masks", mask_list, "texts", texts, "text_scores",
+                              tscores));
 fail:
     Py_XDECREF(boxes);
     Py_XDECREF(scores);
@@ -303,6 +340,10 @@ fail:
     Py_XDECREF(tracks);
     Py_XDECREF(marks);
     Py_XDECREF(labels);
+    Py_XDECREF(kscores);
+    Py_XDECREF(mask_list);
+    Py_XDECREF(texts);
+    Py_XDECREF(tscores);
     return NULL;
 }
 
@@ -432,8 +473,8 @@ static PyGetSetDef frame_getset[] = {
       NULL },
     { "media", get_media, NULL, "'video/raw', 'video/encoded' or 'tensor'.", NULL },
     { "detections", get_detections, NULL,
-      "reel.Detections (boxes in frame pixels, scores, class ids, labels, track ids, landmarks), or None\n"
-      "when no detector ran before.",
+      "reel.Detections (boxes in frame pixels, scores, class ids, labels, track ids, landmarks or pose\n"
+      "keypoints with their scores, instance masks, ocr's text), or None when no detector ran before.",
       NULL },
     { "classifications", get_classifications, NULL, "A list of reel.Classification (empty when none).", NULL },
     { "events", get_events, NULL,

@@ -1,10 +1,11 @@
 // The "overlay" kernel: `test_overlay cpu` runs it on the cpu backend,
 // `test_overlay vulkan` on vulkan:0 (exit 77 when there is no Vulkan
 // device). Each backend's bytes must equal reel_overlay_paint()'s, a few
-// hand-worked frames pin what paint itself draws, and the overlay element's
-// boxes, landmarks and label bars are checked pixel by pixel against their
-// geometry worked out here (glyphs written out by hand), not by a painter of
-// reel's. With REEL_VULKAN_VALIDATION=1 any validation message fails the test.
+// hand-worked frames pin what paint itself draws (masks' blends included),
+// and the overlay element's boxes, landmarks, label bars and masks are
+// checked pixel by pixel against their geometry worked out here (glyphs
+// written out by hand), not by a painter of reel's; its masks on the device
+// equal its masks on the cpu byte for byte. With REEL_VULKAN_VALIDATION=1 any validation message fails the test.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,13 +100,20 @@ static size_t layout(reel_overlay_push *p, reel_pixfmt fmt, int w, int h, int pa
     return (at + 3) / 4 * 4;
 }
 
-static void host_paint(const reel_overlay_push *p, uint8_t *frame, const reel_overlay_prim *prims)
+// Masks as the kernel takes them (gpu/overlay.h): n descriptors, then ends.
+typedef struct masks_words {
+    GArray *words;
+    uint32_t n;
+} masks_words;
+
+static void host_paint(const reel_overlay_push *p, uint8_t *frame, const reel_overlay_prim *prims,
+                       const masks_words *masks)
 {
     uint8_t *planes[3];
     int strides[3];
     for (int i = 0; i < 3; i++)
         planes[i] = frame + p->offset[i], strides[i] = (int)p->stride[i];
-    reel_overlay_paint(p, planes, strides, prims);
+    reel_overlay_paint(p, planes, strides, prims, masks ? (const uint32_t *)masks->words->data : NULL);
 }
 
 static reel_mem *upload_new(reel_device *dev, const void *data, size_t size)
@@ -120,13 +128,18 @@ static reel_mem *upload_new(reel_device *dev, const void *data, size_t size)
 
 // Paints frame (size bytes, a whole number of words) in place with the kernel.
 static void kernel_paint(fixture *f, const reel_overlay_push *p, uint8_t *frame, size_t size,
-                         const reel_overlay_prim *prims)
+                         const reel_overlay_prim *prims, const masks_words *masks)
 {
+    static const uint32_t no_masks = 0;
+    static const reel_overlay_prim no_prims = { 0 };
     reel_mem *mf = upload_new(f->dev, frame, size);
-    reel_mem *mp = upload_new(f->dev, prims, p->n_prims * sizeof *prims);
+    reel_mem *mp = p->n_prims ? upload_new(f->dev, prims, p->n_prims * sizeof *prims)
+                              : upload_new(f->dev, &no_prims, sizeof no_prims);
     reel_mem *mfont = upload_new(f->dev, reel_font5x7, sizeof reel_font5x7);
+    reel_mem *mm = masks ? upload_new(f->dev, masks->words->data, masks->words->len * 4)
+                         : upload_new(f->dev, &no_masks, sizeof no_masks);
     uint32_t ls = reel_kernel_local_size(f->k), words = (uint32_t)(size / 4);
-    assert_int_equal(reel_kernel_dispatch(f->k, reel_dispatch_params(.buffers = { mf, mp, mfont }, .push = p,
+    assert_int_equal(reel_kernel_dispatch(f->k, reel_dispatch_params(.buffers = { mf, mp, mfont, mm }, .push = p,
                                                                      .push_size = sizeof *p,
                                                                      .groups = { (words + ls - 1) / ls }),
                                           NULL),
@@ -135,20 +148,28 @@ static void kernel_paint(fixture *f, const reel_overlay_push *p, uint8_t *frame,
     reel_mem_unref(&mf);
     reel_mem_unref(&mp);
     reel_mem_unref(&mfont);
+    reel_mem_unref(&mm);
 }
 
-// Both ways, and they must agree; the kernel's frame is left in *frame.
-static void paint_both(fixture *f, const reel_overlay_push *p, uint8_t *frame, size_t size,
-                       const reel_overlay_prim *prims)
+// Both ways, with masks (NULL: none), and they must agree; the kernel's
+// frame is left in *frame.
+static void paint_both_masks(fixture *f, const reel_overlay_push *p, uint8_t *frame, size_t size,
+                             const reel_overlay_prim *prims, const masks_words *masks)
 {
     uint8_t *ref = g_memdup2(frame, size);
-    host_paint(p, ref, prims);
-    kernel_paint(f, p, frame, size, prims);
+    host_paint(p, ref, prims, masks);
+    kernel_paint(f, p, frame, size, prims, masks);
     for (size_t i = 0; i < size; i++)
         if (frame[i] != ref[i])
             fail_msg("%s, format %u, %ux%u: byte %zu is %u, reel_overlay_paint wrote %u", spec, p->fmt, p->width,
                      p->height, i, frame[i], ref[i]);
     g_free(ref);
+}
+
+static void paint_both(fixture *f, const reel_overlay_push *p, uint8_t *frame, size_t size,
+                       const reel_overlay_prim *prims)
+{
+    paint_both_masks(f, p, frame, size, prims, NULL);
 }
 
 static void add_text(GArray *prims, int x, int y, int cw, int ch, const char *s, uint32_t color)
@@ -383,6 +404,186 @@ static void test_glyph_scale2(void **state)
     g_free(frame);
 }
 
+// ---- Masks (gpu/overlay.h): blended before the primitives
+
+// Appends a mask with these run lengths (off first) as the kernel takes it:
+// its descriptor to descs, the runs' running sums to ends.
+static void mask_add(GArray *descs, GArray *ends, int x, int y, int w, int h, uint32_t color, const uint32_t *runs,
+                     int n)
+{
+    reel_overlay_mask m = { x, y, w, h, color, ends->len, (uint32_t)n, 0 };
+    g_array_append_val(descs, m);
+    uint32_t at = 0;
+    for (int i = 0; i < n; i++) {
+        at += runs[i];
+        g_array_append_val(ends, at);
+    }
+}
+
+// The kernel's masks buffer: the descriptors, then the ends; frees both.
+static masks_words masks_finish(GArray *descs, GArray *ends)
+{
+    masks_words m = { g_array_new(FALSE, FALSE, sizeof(uint32_t)), descs->len };
+    g_array_append_vals(m.words, descs->data, descs->len * sizeof(reel_overlay_mask) / 4);
+    g_array_append_vals(m.words, ends->data, ends->len);
+    if (m.words->len == 0) {
+        uint32_t zero = 0;
+        g_array_append_val(m.words, zero);
+    }
+    g_array_free(descs, TRUE);
+    g_array_free(ends, TRUE);
+    return m;
+}
+
+static uint8_t blend(uint8_t v, uint8_t c, int alpha)
+{
+    return (uint8_t)((v * (256 - alpha) + c * alpha + 128) >> 8);
+}
+
+// On a 10x6 rgb24 frame: mask A at (2, 1), 5x3, runs 1 off, 3 on, 4 off, 2
+// on: pixels 1..3 (row 0) and 8..9 (row 1, columns 3, 4), i.e. frame (3..5,
+// 1), (5, 2), (6, 2); mask B at (5, 2), 2x2, runs 0 off, 1 on: (5, 2) again,
+// blended a second time over A; a fill over (6, 2) replaces the blend.
+static void test_mask_pixels(void **state)
+{
+    fixture *f = *state;
+    reel_overlay_push p;
+    size_t size = layout(&p, REEL_PIXFMT_RGB24, 10, 6, 3);
+    const uint8_t a[3] = { 200, 10, 60 }, b[3] = { 0, 250, 100 }, fill[3] = { 1, 2, 3 };
+    GArray *descs = g_array_new(FALSE, FALSE, sizeof(reel_overlay_mask)), *ends = g_array_new(FALSE, FALSE, 4);
+    mask_add(descs, ends, 2, 1, 5, 3, reel_overlay_color(REEL_PIXFMT_RGB24, a[0], a[1], a[2]),
+             (const uint32_t[]){ 1, 3, 4, 2 }, 4);
+    mask_add(descs, ends, 5, 2, 2, 2, reel_overlay_color(REEL_PIXFMT_RGB24, b[0], b[1], b[2]),
+             (const uint32_t[]){ 0, 1 }, 2);
+    masks_words m = masks_finish(descs, ends);
+    const reel_overlay_prim q = { REEL_PRIM_FILL, 6, 2, 7, 3, 0, reel_overlay_color(REEL_PIXFMT_RGB24, 1, 2, 3), 0 };
+    p.n_prims = 1, p.n_masks = m.n, p.alpha = 102;
+    uint8_t *frame = g_malloc(size);
+    memset(frame, 0x50, size);
+    paint_both_masks(f, &p, frame, size, &q, &m);
+    for (int y = 0; y < 6; y++)
+        for (int x = 0; x < 10; x++)
+            for (int c = 0; c < 3; c++) {
+                uint8_t want = 0x50;
+                if (y == 1 && x >= 3 && x <= 5)
+                    want = blend(0x50, a[c], 102);
+                else if (y == 2 && x == 5)
+                    want = blend(blend(0x50, a[c], 102), b[c], 102);
+                else if (y == 2 && x == 6)
+                    want = fill[c];
+                uint8_t got = frame[p.offset[0] + (size_t)y * p.stride[0] + (size_t)x * 3 + c];
+                if (got != want)
+                    fail_msg("%s: (%d, %d) channel %d is %u, want %u", spec, x, y, c, got, want);
+            }
+    // Padding and the byte before the plane are untouched.
+    assert_int_equal(frame[0], 0x50);
+    g_array_free(m.words, TRUE);
+    g_free(frame);
+}
+
+// A full mask over luma [3, 8) x [1, 6) on yuv420p blends chroma columns
+// 2..3, rows 1..2, as a fill there covers them (the top-left rule).
+static void test_mask_chroma(void **state)
+{
+    fixture *f = *state;
+    reel_overlay_push p;
+    size_t size = layout(&p, REEL_PIXFMT_YUV420P, 9, 7, 0);
+    uint32_t color = reel_overlay_color(REEL_PIXFMT_YUV420P, 255, 0, 0); // Y 82, U 90, V 240
+    GArray *descs = g_array_new(FALSE, FALSE, sizeof(reel_overlay_mask)), *ends = g_array_new(FALSE, FALSE, 4);
+    mask_add(descs, ends, 3, 1, 5, 5, color, (const uint32_t[]){ 0, 25 }, 2);
+    masks_words m = masks_finish(descs, ends);
+    p.n_masks = m.n, p.alpha = 256; // opaque: the fill's bytes exactly
+    uint8_t *frame = g_malloc(size);
+    memset(frame, 7, size);
+    paint_both_masks(f, &p, frame, size, NULL, &m);
+    for (int y = 0; y < 7; y++)
+        for (int x = 0; x < 9; x++)
+            assert_int_equal(frame[p.offset[0] + y * p.stride[0] + x], x >= 3 && x < 8 && y >= 1 && y < 6 ? 82 : 7);
+    for (int i = 1; i < 3; i++)
+        for (int cy = 0; cy < 4; cy++)
+            for (int cx = 0; cx < 5; cx++)
+                assert_int_equal(frame[p.offset[i] + cy * p.stride[i] + cx],
+                                 cx >= 2 && cx <= 3 && cy >= 1 && cy <= 2 ? (i == 1 ? 90 : 240) : 7);
+    g_array_free(m.words, TRUE);
+    g_free(frame);
+}
+
+// Random masks (overlapping, across every edge, zero-length runs, runs
+// past the rectangle, cut short) under random primitives, every format, a
+// few opacities: the kernel equals paint, and no padding byte changes.
+static void test_masks_match_paint(void **state)
+{
+    fixture *f = *state;
+    const reel_pixfmt fmts[] = { REEL_PIXFMT_YUV420P, REEL_PIXFMT_YUVJ420P, REEL_PIXFMT_NV12,
+                                 REEL_PIXFMT_RGB24,   REEL_PIXFMT_BGR24,    REEL_PIXFMT_RGBA };
+    const int sizes[][2] = { { 101, 67 }, { 320, 181 } };
+    const uint32_t alphas[] = { 102, 1, 256, 200 };
+    GRand *r = g_rand_new_with_seed(77);
+    for (size_t fi = 0; fi < G_N_ELEMENTS(fmts); fi++)
+        for (size_t si = 0; si < G_N_ELEMENTS(sizes); si++) {
+            int w = sizes[si][0], h = sizes[si][1];
+            reel_overlay_push p;
+            size_t size = layout(&p, fmts[fi], w, h, (int)si + 1);
+            uint8_t *frame = g_malloc(size), *orig;
+            for (size_t i = 0; i < size; i++)
+                frame[i] = (uint8_t)g_rand_int(r);
+            orig = g_memdup2(frame, size);
+            GArray *descs = g_array_new(FALSE, FALSE, sizeof(reel_overlay_mask)), *ends = g_array_new(FALSE, FALSE, 4);
+            for (int k = 0; k < 12; k++) {
+                int mw = g_rand_int_range(r, 1, w / 2), mh = g_rand_int_range(r, 1, h / 2);
+                int x = g_rand_int_range(r, -w / 4, w), y = g_rand_int_range(r, -h / 4, h);
+                int n = g_rand_int_range(r, 0, 3 * mh);
+                uint32_t *runs = g_new(uint32_t, n + 1);
+                for (int i = 0; i < n; i++)
+                    runs[i] = g_rand_int_range(r, 0, 10) == 0 ? 0 : (uint32_t)g_rand_int_range(r, 1, mw + 4);
+                if (k == 0)
+                    runs[0] = 0, n = n ? n : 1; // on from the top left
+                if (k == 1 && n)
+                    runs[n - 1] = 1u << 30;     // far past the rectangle
+                if (k == 2)
+                    x = INT32_MIN + 5;          // nowhere near the frame
+                mask_add(descs, ends, x, y, mw, mh,
+                         reel_overlay_color(fmts[fi], g_rand_int_range(r, 0, 256), g_rand_int_range(r, 0, 256),
+                                            g_rand_int_range(r, 0, 256)),
+                         runs, n);
+                g_free(runs);
+            }
+            masks_words m = masks_finish(descs, ends);
+            GArray *prims = some_prims(r, fmts[fi], w, h);
+            // Half the primitives: masks must show between them.
+            p.n_prims = prims->len / 2;
+            p.n_masks = m.n;
+            p.alpha = alphas[(fi + si) % G_N_ELEMENTS(alphas)];
+            paint_both_masks(f, &p, frame, size, (reel_overlay_prim *)prims->data, &m);
+
+            uint8_t *pixel = g_malloc0(size);
+            planes_of l = planes_of_fmt(fmts[fi]);
+            for (int i = 0; i < l.n; i++)
+                for (int y = 0; y < plane_rows(&p, &l, i); y++)
+                    memset(pixel + p.offset[i] + (size_t)y * p.stride[i], 1, plane_row_bytes(&p, &l, i));
+            for (size_t i = 0; i < size; i++)
+                if (!pixel[i] && frame[i] != orig[i])
+                    fail_msg("format %d %dx%d: padding byte %zu changed", fmts[fi], w, h, i);
+            // Without the primitives the masks alone change pixels too.
+            memcpy(frame, orig, size);
+            p.n_prims = 0;
+            paint_both_masks(f, &p, frame, size, (reel_overlay_prim *)prims->data, &m);
+            size_t changed = 0;
+            for (size_t i = 0; i < size; i++)
+                changed += frame[i] != orig[i];
+            if (p.alpha >= 100) // alpha 1 moves a byte only where colour and pixel are far apart
+                assert_true(changed > size / 50);
+            else
+                assert_true(changed > 0);
+            g_free(pixel);
+            g_array_free(prims, TRUE);
+            g_array_free(m.words, TRUE);
+            g_free(orig);
+            g_free(frame);
+        }
+    g_rand_free(r);
+}
+
 // ---- The overlay element, against its geometry
 //
 // For a detection [x0, x1) x [y0, y1) drawn with thickness t and font scale
@@ -459,12 +660,13 @@ static const reel_element_class geo_boxes_class = {
     .process = geo_boxes_process,
 };
 
-static reel_buffer *grabbed[2]; // by grab name: "plain", "drawn"
+static reel_buffer *grabbed[3]; // by grab name: "plain", "drawn", "cpu"
 
 static int geo_grab_process(reel_element *e, int pad, reel_buffer *buf)
 {
     (void)pad;
-    reel_buffer **slot = &grabbed[strcmp(reel_element_name(e), "drawn") == 0];
+    const char *name = reel_element_name(e);
+    reel_buffer **slot = &grabbed[strcmp(name, "drawn") == 0 ? 1 : strcmp(name, "cpu") == 0 ? 2 : 0];
     reel_buffer_unref(slot);
     *slot = buf;
     return 0;
@@ -534,7 +736,7 @@ static void spot(const reel_buffer *plain, const reel_buffer *drawn, int x, int 
 
 static void run_geometry(const char *format)
 {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         reel_buffer_unref(&grabbed[i]);
     char *text = g_strdup_printf("testsrc num-buffers=1 pattern=noise ! video/raw,format=%s,width=%d,height=%d "
                                  "! geo_boxes ! tee name=t t. ! queue ! geo_grab name=plain "
@@ -555,7 +757,7 @@ static void run_geometry(const char *format)
 static void test_element_regions(void **state)
 {
     (void)state;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         reel_buffer_unref(&grabbed[i]);
     char *text = g_strdup_printf("testsrc num-buffers=1 pattern=noise ! video/raw,format=rgb24,width=64,height=48 "
                                  "! zones coordinates=pixels zones=\"z: 5,5 30,5 30,30 5,30\" lines=\"l: 10,40 50,8\" "
@@ -650,7 +852,7 @@ static void test_element_geometry_rgb(void **state)
                 fail_msg("%s rgb24: (%d, %d) is %u,%u,%u, want %u,%u,%u (%s)", spec, x, y, got[0], got[1], got[2],
                          want[0], want[1], want[2], covered ? "drawn" : "untouched");
         }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         reel_buffer_unref(&grabbed[i]);
 }
 
@@ -678,8 +880,149 @@ static void test_element_geometry_yuv(void **state)
                              covered ? "drawn" : "untouched");
             }
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         reel_buffer_unref(&grabbed[i]);
+}
+
+// ---- The overlay element's masks: the same bytes on the cpu and on the
+// device under test, and the blend worked out here where nothing covers it.
+
+// Two detections with masks: a disc in a box and a box's left half that
+// runs past the frame's bottom; the disc's colour is palette[7] (track 7),
+// the half box's palette[2] (class 2).
+#define MASK_W 96
+#define MASK_H 80
+static bool in_disc(int x, int y)
+{
+    double dx = x + 0.5 - 40, dy = y + 0.5 - 36;
+    return dx * dx + dy * dy < 20 * 20;
+}
+
+static bool in_half(int x, int y)
+{
+    return x >= 60 && x < 75 && y >= 50;
+}
+
+static int geo_masks_process(reel_element *e, int pad, reel_buffer *buf)
+{
+    (void)pad;
+    reel_detections *d = reel_detections_new(2);
+    d->items[0] = (reel_detection){ .x0 = 18, .y0 = 14, .x1 = 62, .y1 = 58, .score = 0.5f, .class_id = 1,
+                                    .track_id = 7 };
+    d->items[1] = (reel_detection){ .x0 = 60, .y0 = 50, .x1 = 90, .y1 = 100, .score = 0.5f, .class_id = 2,
+                                    .track_id = -1 };
+    reel_buffer_add_meta(buf, &reel_detections_meta, d);
+    // Runs over each box (x, y, w, h), row by row, off first.
+    const int rects[2][4] = { { 18, 14, 44, 44 }, { 60, 50, 30, 50 } };
+    GArray *runs = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    reel_masks *m = NULL;
+    int first[2], count[2];
+    for (int k = 0; k < 2; k++) {
+        first[k] = (int)runs->len;
+        bool on = false;
+        uint32_t len = 0;
+        for (int y = 0; y < rects[k][3]; y++)
+            for (int x = 0; x < rects[k][2]; x++) {
+                int fx = rects[k][0] + x, fy = rects[k][1] + y;
+                if ((k ? in_half(fx, fy) : in_disc(fx, fy)) != on) {
+                    g_array_append_val(runs, len);
+                    on = !on, len = 0;
+                }
+                len++;
+            }
+        if (on)
+            g_array_append_val(runs, len);
+        count[k] = (int)runs->len - first[k];
+    }
+    m = reel_masks_new(3, (int)runs->len);
+    memcpy(m->runs, runs->data, runs->len * sizeof(uint32_t));
+    for (int k = 0; k < 2; k++)
+        m->items[k] = (reel_mask){ k, rects[k][0], rects[k][1], rects[k][2], rects[k][3], first[k], count[k], false };
+    // A third, for the disc again, 10^8 pixels wide: more than 2^32 pixels in
+    // the frame's rows, left out with a warning.
+    m->items[2] = (reel_mask){ 0, -50000000, 0, 100000000, MASK_H, first[0], 2, false };
+    g_array_free(runs, TRUE);
+    reel_buffer_add_meta(buf, &reel_masks_meta, m);
+    return reel_element_push(e, 0, buf);
+}
+
+static const reel_element_class geo_masks_class = {
+    .name = "geo_masks", .description = "attaches the mask test's detections and masks",
+    .flags = REEL_CLASS_PASSTHROUGH, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_caps = "video/raw,memory=host", .output_caps = "video/raw,memory=host",
+    .process = geo_masks_process,
+};
+
+static GString *warnings;
+
+static void keep_warning(const reel_message *msg, void *user)
+{
+    (void)user;
+    if (msg->type == REEL_MESSAGE_WARNING && msg->text)
+        g_string_append_printf(warnings, "%s\n", msg->text);
+}
+
+static void test_element_masks(void **state)
+{
+    (void)state;
+    warnings = g_string_new(NULL);
+    const char *formats[] = { "rgb24", "yuv420p", "nv12" };
+    for (size_t fi = 0; fi < G_N_ELEMENTS(formats); fi++) {
+        for (int i = 0; i < 3; i++)
+            reel_buffer_unref(&grabbed[i]);
+        char *text = g_strdup_printf("testsrc num-buffers=1 pattern=noise ! video/raw,format=%s,width=%d,height=%d "
+                                     "! geo_masks ! tee name=t t. ! queue ! geo_grab name=plain "
+                                     "t. ! queue ! overlay device=cpu thickness=1 labels=false alpha=0.4 ! geo_grab name=cpu "
+                                     "t. ! queue ! overlay device=%s thickness=1 labels=false alpha=0.4 ! geo_grab name=drawn",
+                                     formats[fi], MASK_W, MASK_H, spec);
+        GError *err = NULL;
+        g_string_truncate(warnings, 0);
+        reel_pipeline *p = reel_parse_launch(text, NULL, reel_pipeline_params(.threads = 2,
+                                                                              .bus_handler = keep_warning), &err);
+        if (!p || reel_pipeline_run(p, &err) != 0)
+            fail_msg("%s: %s", text, err->message);
+        reel_pipeline_destroy(&p);
+        g_free(text);
+        // Both overlays say so once, naming the mask.
+        const char *said = strstr(warnings->str, "mask of detection 0 is 100000000x80 pixels, too large to draw");
+        assert_non_null(said);
+        assert_non_null(strstr(said + 1, "mask of detection 0 is 100000000x80 pixels, too large to draw"));
+        const reel_buffer *plain = grabbed[0], *drawn = grabbed[1], *cpu = grabbed[2];
+        assert_non_null(plain), assert_non_null(drawn), assert_non_null(cpu);
+        // Byte for byte the cpu's, every plane (bound: 0).
+        planes_of l = planes_of_fmt(reel_pixfmt_from_name(formats[fi]));
+        for (int i = 0; i < l.n; i++)
+            for (int y = 0; y < MASK_H >> l.sub[i]; y++)
+                if (memcmp(drawn->planes[i] + (size_t)y * drawn->strides[i], cpu->planes[i] + (size_t)y * cpu->strides[i],
+                           (size_t)(MASK_W >> l.sub[i]) * l.bpp[i]) != 0)
+                    fail_msg("%s %s: plane %d row %d differs from the cpu overlay's", spec, formats[fi], i, y);
+        if (fi != 0)
+            continue;
+        // rgb24: off the outlines, a mask pixel is the frame's blended 102/256
+        // with its detection's colour, and every other pixel is as it was.
+        static const uint8_t disc_rgb[3] = { 150, 80, 255 }, half_rgb[3] = { 56, 120, 255 };
+        int blended = 0;
+        for (int y = 0; y < MASK_H; y++)
+            for (int x = 0; x < MASK_W; x++) {
+                bool outline = ((x == 18 || x == 61) && y >= 14 && y < 58) || ((y == 14 || y == 57) && x >= 18 && x < 62) ||
+                               ((x == 60 || x == 89) && y >= 50) || (y == 50 && x >= 60 && x < 90);
+                if (outline)
+                    continue;
+                const uint8_t *was = sample(plain, 0, x, y, 3), *got = sample(drawn, 0, x, y, 3);
+                const uint8_t *c = in_disc(x, y) ? disc_rgb : in_half(x, y) ? half_rgb : NULL;
+                for (int k = 0; k < 3; k++) {
+                    uint8_t want = c ? blend(was[k], c[k], 102) : was[k];
+                    if (got[k] != want)
+                        fail_msg("%s: (%d, %d) channel %d is %u, want %u (%s)", spec, x, y, k, got[k], want,
+                                 c ? "in a mask" : "untouched");
+                }
+                blended += c != NULL;
+            }
+        assert_true(blended > 3 * 20 * 20 + 14 * 29); // the disc and the half box, less the outlines
+    }
+    for (int i = 0; i < 3; i++)
+        reel_buffer_unref(&grabbed[i]);
+    g_string_free(warnings, TRUE);
 }
 
 int main(int argc, char **argv)
@@ -706,6 +1049,7 @@ int main(int argc, char **argv)
     }
     reel_element_class_register(&geo_boxes_class);
     reel_element_class_register(&geo_grab_class);
+    reel_element_class_register(&geo_masks_class);
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_color),
@@ -714,9 +1058,13 @@ int main(int argc, char **argv)
         T(test_fill_chroma),
         T(test_glyph_scale2),
         T(test_matches_paint),
+        T(test_mask_pixels),
+        T(test_mask_chroma),
+        T(test_masks_match_paint),
         cmocka_unit_test(test_element_geometry_rgb),
         cmocka_unit_test(test_element_geometry_yuv),
         cmocka_unit_test(test_element_regions),
+        cmocka_unit_test(test_element_masks),
     };
     int failed = cmocka_run_group_tests_name(backend, tests, NULL, NULL);
     if (reel_device_validation_messages()) {

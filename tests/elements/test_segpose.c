@@ -443,8 +443,8 @@ static bool same_pixels(const reel_buffer *a, const reel_buffer *b)
     return true;
 }
 
-// On vulkan:0 the kernel draws skeletons byte for byte as the cpu does;
-// masks it leaves out, saying so.
+// On vulkan:0 the kernel draws skeletons and masks byte for byte as the
+// cpu does (bound: 0), without a warning; masks=false leaves the masks out.
 static void test_overlay_on_vulkan(void **state)
 {
     (void)state;
@@ -458,16 +458,30 @@ static void test_overlay_on_vulkan(void **state)
     assert_true(same_pixels(cpu, gpu));
     reel_buffer_unref(&cpu), reel_buffer_unref(&gpu);
 
-    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay labels=false thickness=1");
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay labels=false thickness=1 alpha=0.75");
     cpu = first_frame();
-    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay device=vulkan:0 labels=false thickness=1");
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay device=vulkan:0 labels=false thickness=1 "
+                                "alpha=0.75");
     gpu = first_frame();
-    assert_contains(messages->str, "instance masks are drawn on host frames only: on ");
-    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay labels=false thickness=1 masks=false");
+    assert_true(same_pixels(cpu, gpu));
+    reel_buffer_unref(&cpu), reel_buffer_unref(&gpu);
+    // Every frame of the clip at the default opacity, and no warning.
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay labels=false thickness=1");
+    GPtrArray *cpu_frames = grabbed;
+    grabbed = g_ptr_array_new_with_free_func(unref_buffer);
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay device=vulkan:0 labels=false thickness=1");
+    assert_null(strstr(messages->str, "mask"));
+    assert_int_equal(grabbed->len, cpu_frames->len);
+    for (guint i = 0; i < grabbed->len; i++)
+        if (!same_pixels(cpu_frames->pdata[i], grabbed->pdata[i]))
+            fail_msg("frame %u: vulkan:0's overlay differs from the cpu's", i);
+    g_ptr_array_free(cpu_frames, TRUE);
+    gpu = first_frame();
+    run_model("seg-known.onnx", "detect decoder=yolov8-seg ! overlay device=vulkan:0 labels=false thickness=1 "
+                                "masks=false");
     reel_buffer *boxes_only = first_frame();
-    assert_false(same_pixels(cpu, gpu));
-    assert_true(same_pixels(boxes_only, gpu));
-    reel_buffer_unref(&cpu), reel_buffer_unref(&gpu), reel_buffer_unref(&boxes_only);
+    assert_false(same_pixels(boxes_only, gpu));
+    reel_buffer_unref(&gpu), reel_buffer_unref(&boxes_only);
 }
 
 // Masks drawn on a frame a tee shares with metasink: overlay's own copy
