@@ -15,6 +15,7 @@
 
 #include "base/read_file.h"
 #include "models/onnx/fold_bn.h"
+#include "models/quant/bias_correct.h"
 #include "models/quant/range.h"
 #include "onnx.pb-c.h"
 #include "reel/error.h"
@@ -29,7 +30,9 @@ typedef struct act {
     char *shares;       // takes this tensor's parameters (MaxPool, Reshape...); NULL: its own
     bool not_float;     // calibration showed another dtype: left alone
     bool output_tail;   // a model output, or leads to one only through Reshape, Transpose...: kept float
+    bool keep_float;    // the output of a node the writer's params keep float
     quant_range range;
+    chan_mean mean;     // per-channel means, for bias correction of the convs reading it
 } act;
 
 struct reel_quantizer {
@@ -107,6 +110,7 @@ static void free_act(gpointer p)
     act *a = p;
     g_free(a->name);
     g_free(a->shares);
+    chan_mean_clear(&a->mean);
     g_free(a);
 }
 
@@ -296,8 +300,10 @@ int reel_quantizer_observe(reel_quantizer *q, reel_tensor *const *inputs, GError
             const reel_tensor *t = a->output >= 0 && a->output < n ? outs[a->output] : NULL;
             if (!t || t->dtype != REEL_DTYPE_FLOAT32 || !t->data)
                 a->not_float = true;
-            else
+            else {
                 quant_range_add(&a->range, t->data, t->nbytes / sizeof(float));
+                chan_mean_add(&a->mean, t->data, t->rank, t->shape);
+            }
         }
         q->observed++;
     }
@@ -318,6 +324,7 @@ typedef struct writer {
     GHashTable *renamed;  // tensor -> its DequantizeLinear output
     GHashTable *weights;  // weight initializer -> weight_q*
     GHashTable *biases;   // bias initializer -> its DequantizeLinear output
+    GHashTable *keep;     // nodes that run in float
     reel_quant_summary summary;
 } writer;
 
@@ -325,6 +332,8 @@ typedef struct weight_q {
     char *dq;      // DequantizeLinear output
     float *scales; // per channel (n) or one
     int64_t n;
+    const float *w; // the float weights
+    const int8_t *q; // and their int8 values
 } weight_q;
 
 static void *own(writer *w, void *p)
@@ -388,7 +397,7 @@ static Onnx__NodeProto *node(writer *w, const char *op, const char *name, int n_
 static const act *params_of(const reel_quantizer *q, const act *a)
 {
     for (int hops = 0; a && hops < 1000; hops++) {
-        if (a->not_float || a->output_tail)
+        if (a->not_float || a->output_tail || a->keep_float)
             return NULL;
         if (!a->shares)
             return a;
@@ -479,6 +488,8 @@ static const weight_q *quantize_weight(writer *w, const Onnx__TensorProto *t, in
     const char *qn = name2(w, t->name, "_quantized"), *s = name2(w, t->name, "_scale"),
                *z = name2(w, t->name, "_zero_point");
     tensor(w, qn, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, (int)t->n_dims, t->dims, qv, (size_t)count);
+    wq->w = v;
+    wq->q = qv;
     int64_t cdim[1] = { channels };
     tensor(w, s, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, per_channel, cdim,
            g_memdup2(wq->scales, channels * sizeof(float)), channels * sizeof(float));
@@ -491,16 +502,10 @@ static const weight_q *quantize_weight(writer *w, const Onnx__TensorProto *t, in
     return wq;
 }
 
-// int32 bias at x_scale x w_scale[c], zero point 0; NULL when it does not fit.
-static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_scale, const weight_q *wq)
+// int32 bias `name` of `count` values at x_scale x w_scale[c], zero point 0.
+static const char *bias_values(writer *w, const char *name, const float *v, int64_t count, const int64_t *dims,
+                               float x_scale, const weight_q *wq)
 {
-    const char *dq = g_hash_table_lookup(w->biases, t->name);
-    if (dq)
-        return dq;
-    int64_t count;
-    const float *v = float_data(t, &count);
-    if (!v || t->n_dims != 1 || (wq->n > 1 && count != wq->n) || x_scale <= 0)
-        return NULL;
     bool per_channel = wq->n > 1;
     float *scales = g_new(float, count ? count : 1);
     int32_t *qv = g_new(int32_t, count ? count : 1);
@@ -509,9 +514,9 @@ static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_
         double r = rint((double)v[c] / scales[c]);
         qv[c] = (int32_t)(r < INT32_MIN ? INT32_MIN : r > INT32_MAX ? INT32_MAX : r);
     }
-    const char *qn = name2(w, t->name, "_quantized"), *s = name2(w, t->name, "_quantized_scale"),
-               *z = name2(w, t->name, "_quantized_zero_point");
-    tensor(w, qn, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, t->dims, qv, (size_t)count * sizeof *qv);
+    const char *qn = name2(w, name, "_quantized"), *s = name2(w, name, "_quantized_scale"),
+               *z = name2(w, name, "_quantized_zero_point");
+    tensor(w, qn, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, dims, qv, (size_t)count * sizeof *qv);
     int64_t cdim[1] = { count };
     if (per_channel) {
         tensor(w, s, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, cdim, scales, (size_t)count * sizeof *scales);
@@ -521,12 +526,64 @@ static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_
         tensor(w, z, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 0, NULL, g_new0(int32_t, 1), 4);
         g_free(scales);
     }
-    dq = name2(w, t->name, "_DequantizeLinear_Output");
-    node(w, "DequantizeLinear", name2(w, t->name, "_DequantizeLinear"), 3, (const char *[]){ qn, s, z }, dq,
+    const char *dq = name2(w, name, "_DequantizeLinear_Output");
+    node(w, "DequantizeLinear", name2(w, name, "_DequantizeLinear"), 3, (const char *[]){ qn, s, z }, dq,
          per_channel ? 0 : -1);
-    g_hash_table_insert(w->biases, t->name, (gpointer)dq);
     w->summary.biases++;
     return dq;
+}
+
+// The bias initializer `t` in int32; NULL when it does not fit.
+static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_scale, const weight_q *wq)
+{
+    const char *dq = g_hash_table_lookup(w->biases, t->name);
+    if (dq)
+        return dq;
+    int64_t count;
+    const float *v = float_data(t, &count);
+    if (!v || t->n_dims != 1 || (wq->n > 1 && count != wq->n) || x_scale <= 0)
+        return NULL;
+    dq = bias_values(w, t->name, v, count, t->dims, x_scale, wq);
+    g_hash_table_insert(w->biases, t->name, (gpointer)dq);
+    return dq;
+}
+
+static int64_t int_attr(const Onnx__NodeProto *n, const char *name, int64_t fallback)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i]->i;
+    return fallback;
+}
+
+// Conv `n`'s bias (`b`, or zeros when it has none) less the mean shift its
+// int8 weights cause on the calibration data; NULL when the input's means
+// are unknown or the shapes do not fit.
+static const char *corrected_bias(writer *w, const Onnx__NodeProto *n, const Onnx__TensorProto *wt,
+                                  const weight_q *wq, const Onnx__TensorProto *b, float x_scale)
+{
+    const act *in = g_hash_table_lookup(w->q->by_name, n->input[0]);
+    if (!in || !wq->q || wt->n_dims < 3 || x_scale <= 0)
+        return NULL;
+    int64_t oc = wt->dims[0], inner = 1, kernel = 1, count = oc;
+    for (size_t d = 1; d < wt->n_dims; d++)
+        inner *= wt->dims[d];
+    for (size_t d = 2; d < wt->n_dims; d++)
+        kernel *= wt->dims[d];
+    const float *bv = b ? float_data(b, &count) : NULL;
+    if (b && (!bv || b->n_dims != 1 || count != oc))
+        return NULL;
+    if (wq->n > 1 && wq->n != oc)
+        return NULL;
+    float *v = own(w, g_new(float, oc ? oc : 1));
+    if (!conv_bias_shift(wq->w, wq->q, wq->scales, wq->n > 1, oc, inner, kernel, int_attr(n, "group", 1), &in->mean,
+                         v))
+        return NULL;
+    for (int64_t o = 0; o < oc; o++)
+        v[o] = (bv ? bv[o] : 0.0f) - v[o];
+    w->summary.bias_corrected++;
+    int64_t dims[1] = { oc };
+    return bias_values(w, name2(w, n->output[0], "_bias_corrected"), v, oc, dims, x_scale, wq);
 }
 
 // The output-channel axis of a node's weight.
@@ -602,7 +659,7 @@ static void rewrite_nodes(writer *w)
         Onnx__NodeProto *c = own(w, g_memdup2(n, sizeof *n));
         c->input = own(w, g_memdup2(n->input, (n->n_input ? n->n_input : 1) * sizeof *n->input));
         c->output = own(w, g_memdup2(n->output, (n->n_output ? n->n_output : 1) * sizeof *n->output));
-        const Onnx__TensorProto *wt = weight_of(w->q, n);
+        const Onnx__TensorProto *wt = g_hash_table_contains(w->keep, n) ? NULL : weight_of(w->q, n);
         const weight_q *wq = wt ? quantize_weight(w, wt, weight_axis(n, wt)) : NULL;
         for (size_t k = 0; k < n->n_input; k++) {
             const char *r = g_hash_table_lookup(w->renamed, n->input[k]);
@@ -611,12 +668,26 @@ static void rewrite_nodes(writer *w)
         }
         if (wq) {
             c->input[1] = wq->dq;
-            const Onnx__TensorProto *b = n->n_input > 2 ? g_hash_table_lookup(w->q->inits, n->input[2]) : NULL;
-            if (b && b->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && (!is_op(n, "Gemm") || gemm_beta_is_one(n))) {
-                const char *bdq = quantize_bias(w, b, act_scale(w, n->input[0]), wq);
-                if (bdq)
-                    c->input[2] = (char *)bdq;
+            bool has_bias = n->n_input > 2 && n->input[2] && *n->input[2];
+            const Onnx__TensorProto *b = has_bias ? g_hash_table_lookup(w->q->inits, n->input[2]) : NULL;
+            bool float_bias = b && b->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+                              (!is_op(n, "Gemm") || gemm_beta_is_one(n));
+            float x_scale = act_scale(w, n->input[0]);
+            const char *bdq = NULL;
+            if (w->params->bias_correction && is_op(n, "Conv") && (float_bias || !has_bias))
+                bdq = corrected_bias(w, n, wt, wq, b, x_scale);
+            if (!bdq && float_bias)
+                bdq = quantize_bias(w, b, x_scale, wq);
+            if (bdq && c->n_input < 3) { // a Conv without bias gets one
+                char **in = own(w, g_new0(char *, 3));
+                memcpy(in, c->input, c->n_input * sizeof *in);
+                for (size_t k = c->n_input; k < 2; k++)
+                    in[k] = "";
+                c->input = in;
+                c->n_input = 3;
             }
+            if (bdq)
+                c->input[2] = (char *)bdq;
         }
         g_ptr_array_add(w->nodes, c);
         for (size_t k = 0; k < n->n_output; k++) {
@@ -663,6 +734,61 @@ static Onnx__TensorProto **initializers(writer *w, size_t *n, GHashTable *droppe
     return all;
 }
 
+static void keep_node(writer *w, const Onnx__NodeProto *n)
+{
+    if (!g_hash_table_add(w->keep, (gpointer)n))
+        return;
+    w->summary.float_nodes++;
+    const Onnx__GraphProto *g = &w->q->graph;
+    for (size_t k = 0; k < n->n_output; k++) {
+        act *a = g_hash_table_lookup(w->q->by_name, n->output[k]);
+        if (a)
+            a->keep_float = true;
+        for (size_t i = 0; i < g->n_node; i++) // a following Relu/Clip quantizes in its place
+            if (is_any(g->node[i], activations) && g->node[i]->n_input >= 1 && g->node[i]->n_output >= 1 &&
+                strcmp(g->node[i]->input[0], n->output[k]) == 0 &&
+                (a = g_hash_table_lookup(w->q->by_name, g->node[i]->output[0])))
+                a->keep_float = true;
+    }
+}
+
+// The nodes the params keep float: by name, and the last weighted node
+// before each model output (through Reshape, Transpose, Relu...).
+static int pick_float_nodes(writer *w, GError **error)
+{
+    const Onnx__GraphProto *g = &w->q->graph;
+    for (guint i = 0; i < w->q->acts->len; i++)
+        ((act *)w->q->acts->pdata[i])->keep_float = false;
+    for (const char *const *name = w->params->keep_float; name && *name; name++) {
+        const Onnx__NodeProto *found = NULL;
+        for (size_t i = 0; i < g->n_node && !found; i++)
+            if (g->node[i]->name && strcmp(g->node[i]->name, *name) == 0)
+                found = g->node[i];
+        if (!found) {
+            g_set_error(error, REEL_ERROR, REEL_EINVAL, "--keep-float %s: %s has no node of that name", *name,
+                        w->q->path);
+            return REEL_EINVAL;
+        }
+        keep_node(w, found);
+    }
+    for (size_t o = 0; w->params->keep_heads_float && o < g->n_output; o++) {
+        const char *t = g->output[o]->name;
+        for (int hops = 0; t && hops < 1000; hops++) {
+            const Onnx__NodeProto *p = NULL;
+            for (size_t i = 0; i < g->n_node && !p; i++)
+                for (size_t k = 0; k < g->node[i]->n_output && !p; k++)
+                    if (strcmp(g->node[i]->output[k], t) == 0)
+                        p = g->node[i];
+            if (p && weight_of(w->q, p)) {
+                keep_node(w, p);
+                break;
+            }
+            t = p && (is_any(p, shared_ops) || is_any(p, activations)) && p->n_input >= 1 ? p->input[0] : NULL;
+        }
+    }
+    return 0;
+}
+
 int reel_quantizer_write(reel_quantizer *q, const reel_quant_params *params, const char *out,
                          reel_quant_summary *summary, GError **error)
 {
@@ -682,7 +808,11 @@ int reel_quantizer_write(reel_quantizer *q, const reel_quant_params *params, con
     w.renamed = g_hash_table_new(g_str_hash, g_str_equal);
     w.weights = g_hash_table_new(g_str_hash, g_str_equal);
     w.biases = g_hash_table_new(g_str_hash, g_str_equal);
+    w.keep = g_hash_table_new(g_direct_hash, g_direct_equal);
     GHashTable *dropped = g_hash_table_new(g_str_hash, g_str_equal);
+    rc = pick_float_nodes(&w, error);
+    if (rc < 0)
+        goto out;
     rewrite_nodes(&w);
 
     const Onnx__GraphProto *g = &q->graph;
@@ -728,7 +858,9 @@ int reel_quantizer_write(reel_quantizer *q, const reel_quant_params *params, con
     if (summary)
         *summary = w.summary;
     g_free(buf);
+out:
     g_hash_table_destroy(dropped);
+    g_hash_table_destroy(w.keep);
     g_hash_table_destroy(w.biases);
     g_hash_table_destroy(w.weights);
     g_hash_table_destroy(w.renamed);
