@@ -265,14 +265,21 @@ int cmd_model_quantize(int argc, char **argv)
         } else if (strcmp(a, "--calibrate") == 0) {
             source = argv[++i];
         } else if (strcmp(a, "--keep-float") == 0) {
+            // `heads` and `none` are words, the rest node names.
             g_strfreev(keep);
             keep = g_strsplit(argv[++i], ",", -1);
             params.keep_heads_float = false;
-            params.keep_float = NULL;
-            if (keep[0] && !keep[1] && strcmp(keep[0], "heads") == 0)
-                params.keep_heads_float = true;
-            else if (!(keep[0] && !keep[1] && strcmp(keep[0], "none") == 0))
-                params.keep_float = (const char *const *)keep;
+            int n = 0;
+            for (int k = 0; keep[k]; k++) {
+                if (strcmp(keep[k], "heads") == 0)
+                    params.keep_heads_float = true;
+                if (strcmp(keep[k], "heads") == 0 || strcmp(keep[k], "none") == 0 || !*keep[k])
+                    g_free(keep[k]);
+                else
+                    keep[n++] = keep[k];
+            }
+            keep[n] = NULL;
+            params.keep_float = (const char *const *)keep;
         } else if (strcmp(a, "--out") == 0) {
             out = argv[++i];
         } else if (strcmp(a, "--frames") == 0) {
