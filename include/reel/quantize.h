@@ -51,6 +51,16 @@ REEL_API reel_model *reel_quantizer_model(reel_quantizer *q);
 REEL_API int reel_quantizer_observe(reel_quantizer *q, reel_tensor *const *inputs, GError **error);
 REEL_API int64_t reel_quantizer_n_observed(const reel_quantizer *q);
 
+// Cross-layer equalization, between a first calibration pass and a second:
+// each depthwise Conv whose output one group-1 Conv alone reads has its
+// output channel c scaled by k_c and that Conv's weights reading it by
+// 1 / k_c (the float model computes the same), k_c = sqrt(largest channel
+// range / channel c's range) from the ranges calibration saw (channels
+// under 1/16 of the largest: 1). What was observed is then dropped: observe
+// the same inputs again before writing. Returns the pairs equalized (>= 0),
+// or REEL_EINVAL (nothing observed yet) or the calibration model's error.
+REEL_API int reel_quantizer_equalize(reel_quantizer *q, GError **error);
+
 typedef struct reel_quant_summary {
     int activations; // tensors with a QuantizeLinear/DequantizeLinear pair
     int weights;     // int8 weight initializers

@@ -16,6 +16,7 @@
 #include "base/read_file.h"
 #include "models/onnx/fold_bn.h"
 #include "models/quant/bias_correct.h"
+#include "models/quant/equalize.h"
 #include "models/quant/range.h"
 #include "onnx.pb-c.h"
 #include "reel/error.h"
@@ -32,7 +33,7 @@ typedef struct act {
     bool output_tail;   // a model output, or leads to one only through Reshape, Transpose...: kept float
     bool keep_float;    // the output of a node the writer's params keep float
     quant_range range;
-    chan_mean mean;     // per-channel means, for bias correction of the convs reading it
+    chan_stats mean;     // per-channel means, for bias correction of the convs reading it
 } act;
 
 struct reel_quantizer {
@@ -110,7 +111,7 @@ static void free_act(gpointer p)
     act *a = p;
     g_free(a->name);
     g_free(a->shares);
-    chan_mean_clear(&a->mean);
+    chan_stats_clear(&a->mean);
     g_free(a);
 }
 
@@ -209,6 +210,8 @@ static reel_model *calibration_model(reel_quantizer *q, GError **error)
 }
 
 static int check_opset(const reel_quantizer *q, int64_t *opset, GError **error);
+static const float *float_data(const Onnx__TensorProto *t, int64_t *count);
+static int64_t int_attr(const Onnx__NodeProto *n, const char *name, int64_t fallback);
 
 reel_quantizer *reel_quantizer_new(const char *path, GError **error)
 {
@@ -302,7 +305,7 @@ int reel_quantizer_observe(reel_quantizer *q, reel_tensor *const *inputs, GError
                 a->not_float = true;
             else {
                 quant_range_add(&a->range, t->data, t->nbytes / sizeof(float));
-                chan_mean_add(&a->mean, t->data, t->rank, t->shape);
+                chan_stats_add(&a->mean, t->data, t->rank, t->shape);
             }
         }
         q->observed++;
@@ -311,6 +314,119 @@ int reel_quantizer_observe(reel_quantizer *q, reel_tensor *const *inputs, GError
         reel_tensor_free(&outs[i]);
     g_free(outs);
     return rc;
+}
+
+// ---- equalization ---------------------------------------------------------
+
+// How many nodes read tensor `name`.
+static int readers(const Onnx__GraphProto *g, const char *name, const Onnx__NodeProto **last)
+{
+    int n = 0;
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t k = 0; k < g->node[i]->n_input; k++)
+            if (strcmp(g->node[i]->input[k], name) == 0) {
+                n++;
+                *last = g->node[i];
+            }
+    return n;
+}
+
+// A float copy of initializer `t`, values multiplied along `axis` by
+// k[index] (or divided), put in its place in the graph.
+static void rescale_init(reel_quantizer *q, const Onnx__TensorProto *t, int axis, const float *k, bool divide)
+{
+    int64_t count;
+    const float *v = float_data(t, &count);
+    int64_t channels = t->dims[axis], inner = 1;
+    for (size_t d = (size_t)axis + 1; d < t->n_dims; d++)
+        inner *= t->dims[d];
+    float *nv = g_new(float, count ? count : 1);
+    g_ptr_array_add(q->mem, nv);
+    for (int64_t i = 0; i < count; i++) {
+        float f = k[i / inner % channels];
+        nv[i] = divide ? v[i] / f : v[i] * f;
+    }
+    Onnx__TensorProto *c = g_memdup2(t, sizeof *t);
+    g_ptr_array_add(q->mem, c);
+    c->has_raw_data = 1;
+    c->raw_data.data = (uint8_t *)nv;
+    c->raw_data.len = (size_t)count * sizeof(float);
+    c->n_float_data = 0;
+    c->float_data = NULL;
+    for (size_t i = 0; i < q->graph.n_initializer; i++)
+        if (q->graph.initializer[i] == t)
+            q->graph.initializer[i] = c;
+    g_hash_table_insert(q->inits, c->name, c);
+}
+
+// The factors for depthwise Conv `n` when a pointwise-style Conv (group 1)
+// alone reads its output and calibration saw that output's channels; NULL
+// otherwise. *next: that Conv.
+static float *pair_factors(reel_quantizer *q, const Onnx__NodeProto *n, const Onnx__NodeProto **next)
+{
+    const Onnx__GraphProto *g = &q->graph;
+    const Onnx__TensorProto *w = weight_of(q, n), *w2, *b = NULL;
+    int64_t count;
+    if (!is_op(n, "Conv") || !w || w->n_dims != 4 || w->dims[1] != 1 || int_attr(n, "group", 1) != w->dims[0] ||
+        n->n_output != 1 || is_graph_output(g, n->output[0]) || readers(g, n->output[0], next) != 1 ||
+        !is_op(*next, "Conv") || (*next)->n_input < 2 || strcmp((*next)->input[0], n->output[0]) != 0 ||
+        int_attr(*next, "group", 1) != 1 || !(w2 = weight_of(q, *next)) || w2->n_dims < 2 ||
+        w2->dims[1] != w->dims[0] || !float_data(w, &count) || !float_data(w2, &count))
+        return NULL;
+    const Onnx__NodeProto *other;
+    if (readers(g, w->name, &other) != 1 || readers(g, w2->name, &other) != 1)
+        return NULL; // a weight shared with another node would change there too
+    if (n->n_input > 2 && *n->input[2] &&
+        (!(b = g_hash_table_lookup(q->inits, n->input[2])) || b->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
+         b->n_dims != 1 || !float_data(b, &count) || count != w->dims[0] || readers(g, b->name, &other) != 1))
+        return NULL;
+    const act *a = g_hash_table_lookup(q->by_name, n->output[0]);
+    if (!a || a->not_float || a->mean.channels != w->dims[0] || !a->mean.absmax)
+        return NULL;
+    float *k = g_new(float, w->dims[0]);
+    equalize_factors(a->mean.absmax, w->dims[0], k);
+    return k;
+}
+
+int reel_quantizer_equalize(reel_quantizer *q, GError **error)
+{
+    if (q->observed == 0) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "%s: equalization needs calibration input first", q->path);
+        return REEL_EINVAL;
+    }
+    Onnx__TensorProto **inits = g_memdup2(q->graph.initializer,
+                                          (q->graph.n_initializer ? q->graph.n_initializer : 1) * sizeof *inits);
+    g_ptr_array_add(q->mem, inits);
+    q->graph.initializer = inits; // a copy: the unpacked model's array stays as it was
+    int pairs = 0;
+    for (size_t i = 0; i < q->graph.n_node; i++) {
+        const Onnx__NodeProto *n = q->graph.node[i], *next = NULL;
+        float *k = pair_factors(q, n, &next);
+        if (!k)
+            continue;
+        rescale_init(q, weight_of(q, n), 0, k, false);
+        if (n->n_input > 2 && *n->input[2])
+            rescale_init(q, g_hash_table_lookup(q->inits, n->input[2]), 0, k, false);
+        rescale_init(q, weight_of(q, next), 1, k, true);
+        g_free(k);
+        pairs++;
+    }
+    // What calibration saw belongs to the model before: start again.
+    for (guint i = 0; i < q->acts->len; i++) {
+        act *a = q->acts->pdata[i];
+        quant_range_init(&a->range);
+        chan_stats_clear(&a->mean);
+        a->not_float = false;
+    }
+    q->observed = 0;
+    reel_session_destroy(&q->session);
+    reel_model_unref(&q->calib);
+    q->calib = calibration_model(q, error);
+    if (!q->calib) {
+        g_prefix_error(error, "%s: the equalized model for calibration: ", q->path);
+        return error && *error ? (*error)->code : REEL_EINVAL;
+    }
+    return pairs;
 }
 
 // ---- writing ------------------------------------------------------------
