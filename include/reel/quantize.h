@@ -56,8 +56,9 @@ REEL_API int64_t reel_quantizer_n_observed(const reel_quantizer *q);
 // output channel c scaled by k_c and that Conv's weights reading it by
 // 1 / k_c (the float model computes the same), k_c = sqrt(largest channel
 // range / channel c's range) from the ranges calibration saw (channels
-// under 1/16 of the largest: 1). What was observed is then dropped: observe
-// the same inputs again before writing. Returns the pairs equalized (>= 0),
+// under 1/16 of the largest: 1). When any pair was, what was observed is
+// dropped: observe the same inputs again before writing (with none, nothing
+// changes). Returns the pairs equalized (>= 0),
 // or REEL_EINVAL (nothing observed yet) or the calibration model's error.
 REEL_API int reel_quantizer_equalize(reel_quantizer *q, GError **error);
 

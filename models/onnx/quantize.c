@@ -411,6 +411,8 @@ int reel_quantizer_equalize(reel_quantizer *q, GError **error)
         g_free(k);
         pairs++;
     }
+    if (pairs == 0)
+        return 0; // nothing changed: what was observed still holds
     // What calibration saw belongs to the model before: start again.
     for (guint i = 0; i < q->acts->len; i++) {
         act *a = q->acts->pdata[i];
