@@ -14,7 +14,8 @@
 static const char usage[] =
     "usage: reel model quantize MODEL --calibrate VIDEO|IMAGE_DIR --out MODEL.int8.onnx\n"
     "                           [--frames N] [--method minmax|percentile] [--percentile P]\n"
-    "                           [--per-channel|--per-tensor]\n"
+    "                           [--per-channel|--per-tensor] [--bias-correction|--no-bias-correction]\n"
+    "                           [--keep-float heads|none|NODE[,NODE...]] [--equalize|--no-equalize]\n"
     "                           [--size WxH] [--layout nchw|nhwc] [--fit stretch|letterbox|crop]\n"
     "                           [--scale S] [--offset O] [--mean R,G,B] [--std R,G,B] [--bgr] [--pad V]\n"
     "  MODEL         an .onnx file or a zoo name; its manifest's [preprocess] gives the defaults\n"
@@ -23,7 +24,14 @@ static const char usage[] =
     "  --method      percentile (default): each activation's range cuts both tails of its\n"
     "                histogram, keeping --percentile (default 99.99) of the values; minmax: the\n"
     "                smallest and largest value seen\n"
-    "  --per-tensor  one scale per weight tensor (default: one per output channel)\n";
+    "  --per-tensor  one scale per weight tensor (default: one per output channel)\n"
+    "  --bias-correction  each Conv's bias less the mean shift its int8 weights cause on the\n"
+    "                calibration frames (default: off: on BlazeFace it did not help)\n"
+    "  --equalize    scale each depthwise Conv's output channels and the next Conv's weights\n"
+    "                so that the channels share the uint8 range better (the float model\n"
+    "                computes the same); calibrates twice (default: on)\n"
+    "  --keep-float  nodes that run in float (weights, bias and output): `heads`, the last\n"
+    "                Conv/MatMul/Gemm before each model output; or node names (default: none)\n";
 
 // The preprocess options the command passes on (the element's properties).
 static const char *const pre_keys[] = { "size", "layout", "fit", "scale", "offset", "mean", "std", "bgr", "pad",
@@ -234,6 +242,8 @@ int cmd_model_quantize(int argc, char **argv)
     const char *model = NULL, *source = NULL, *out = NULL;
     long frames = 200;
     reel_quant_params params = { .method = REEL_QUANT_PERCENTILE, .percentile = 99.99 };
+    char **keep = NULL;
+    bool equalize = true;
     GHashTable *opts = g_hash_table_new(g_str_hash, g_str_equal);
     int rc = EXIT_USAGE;
     for (int i = 0; i < argc; i++) {
@@ -247,6 +257,14 @@ int cmd_model_quantize(int argc, char **argv)
             params.per_tensor = false;
         } else if (strcmp(a, "--per-tensor") == 0) {
             params.per_tensor = true;
+        } else if (strcmp(a, "--bias-correction") == 0) {
+            params.bias_correction = true;
+        } else if (strcmp(a, "--no-bias-correction") == 0) {
+            params.bias_correction = false;
+        } else if (strcmp(a, "--equalize") == 0) {
+            equalize = true;
+        } else if (strcmp(a, "--no-equalize") == 0) {
+            equalize = false;
         } else if (strcmp(a, "--bgr") == 0) {
             g_hash_table_replace(opts, "bgr", "true");
         } else if (a[0] == '-' && !val) {
@@ -254,6 +272,22 @@ int cmd_model_quantize(int argc, char **argv)
             goto done;
         } else if (strcmp(a, "--calibrate") == 0) {
             source = argv[++i];
+        } else if (strcmp(a, "--keep-float") == 0) {
+            // `heads` and `none` are words, the rest node names.
+            g_strfreev(keep);
+            keep = g_strsplit(argv[++i], ",", -1);
+            params.keep_heads_float = false;
+            int n = 0;
+            for (int k = 0; keep[k]; k++) {
+                if (strcmp(keep[k], "heads") == 0)
+                    params.keep_heads_float = true;
+                if (strcmp(keep[k], "heads") == 0 || strcmp(keep[k], "none") == 0 || !*keep[k])
+                    g_free(keep[k]);
+                else
+                    keep[n++] = keep[k];
+            }
+            keep[n] = NULL;
+            params.keep_float = (const char *const *)keep;
         } else if (strcmp(a, "--out") == 0) {
             out = argv[++i];
         } else if (strcmp(a, "--frames") == 0) {
@@ -315,17 +349,30 @@ int cmd_model_quantize(int argc, char **argv)
     if (!(pre = preprocess_props(manifest, opts, reel_model_input(m, 0), &error)))
         goto fail;
     c.q = q;
-    int crc = g_file_test(source, G_FILE_TEST_IS_DIR) ? calibrate_dir(source, pre, &c, &error)
-                                                       : calibrate_video(source, pre, &c, &error);
+    bool dir = g_file_test(source, G_FILE_TEST_IS_DIR);
+    int crc = dir ? calibrate_dir(source, pre, &c, &error) : calibrate_video(source, pre, &c, &error);
     if (crc < 0)
         goto fail;
+    int pairs = 0;
+    if (equalize) { // the ranges seen say how to scale; then the scaled model is calibrated again
+        if ((pairs = reel_quantizer_equalize(q, &error)) < 0)
+            goto fail;
+        if (pairs > 0) {
+            c = (calib){ .q = q, .frames = frames };
+            crc = dir ? calibrate_dir(source, pre, &c, &error) : calibrate_video(source, pre, &c, &error);
+            if (crc < 0)
+                goto fail;
+        }
+    }
     reel_quant_summary sum;
     if (reel_quantizer_write(q, &params, out, &sum, &error) < 0)
         goto fail;
-    printf("%s: %d activations (uint8, %s), %d weights (int8, %s), %d biases (int32); calibrated on %" G_GINT64_FORMAT
-           " of %" G_GINT64_FORMAT " frames of %s\n",
+    printf("%s: %d activations (uint8, %s), %d weights (int8, %s), %d biases (int32, %d bias-corrected), %d nodes "
+           "kept float, %d depthwise Convs equalized; calibrated on %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+           " frames of %s\n",
            out, sum.activations, params.method == REEL_QUANT_MINMAX ? "minmax" : "percentile", sum.weights,
-           params.per_tensor ? "per tensor" : "per channel", sum.biases, c.taken, c.total, source);
+           params.per_tensor ? "per tensor" : "per channel", sum.biases, sum.bias_corrected, sum.float_nodes, pairs,
+           c.taken, c.total, source);
     rc = EXIT_OK;
     goto cleanup;
 fail:
@@ -337,6 +384,7 @@ cleanup:
     g_free(path);
     g_free(manifest);
 done:
+    g_strfreev(keep);
     g_hash_table_destroy(opts);
     return rc;
 }

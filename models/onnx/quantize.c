@@ -15,6 +15,8 @@
 
 #include "base/read_file.h"
 #include "models/onnx/fold_bn.h"
+#include "models/quant/bias_correct.h"
+#include "models/quant/equalize.h"
 #include "models/quant/range.h"
 #include "onnx.pb-c.h"
 #include "reel/error.h"
@@ -29,7 +31,9 @@ typedef struct act {
     char *shares;       // takes this tensor's parameters (MaxPool, Reshape...); NULL: its own
     bool not_float;     // calibration showed another dtype: left alone
     bool output_tail;   // a model output, or leads to one only through Reshape, Transpose...: kept float
+    bool keep_float;    // the output of a node the writer's params keep float
     quant_range range;
+    chan_stats mean;     // per-channel means, for bias correction of the convs reading it
 } act;
 
 struct reel_quantizer {
@@ -107,6 +111,7 @@ static void free_act(gpointer p)
     act *a = p;
     g_free(a->name);
     g_free(a->shares);
+    chan_stats_clear(&a->mean);
     g_free(a);
 }
 
@@ -205,6 +210,8 @@ static reel_model *calibration_model(reel_quantizer *q, GError **error)
 }
 
 static int check_opset(const reel_quantizer *q, int64_t *opset, GError **error);
+static const float *float_data(const Onnx__TensorProto *t, int64_t *count);
+static int64_t int_attr(const Onnx__NodeProto *n, const char *name, int64_t fallback);
 
 reel_quantizer *reel_quantizer_new(const char *path, GError **error)
 {
@@ -296,8 +303,10 @@ int reel_quantizer_observe(reel_quantizer *q, reel_tensor *const *inputs, GError
             const reel_tensor *t = a->output >= 0 && a->output < n ? outs[a->output] : NULL;
             if (!t || t->dtype != REEL_DTYPE_FLOAT32 || !t->data)
                 a->not_float = true;
-            else
+            else {
                 quant_range_add(&a->range, t->data, t->nbytes / sizeof(float));
+                chan_stats_add(&a->mean, t->data, t->rank, t->shape);
+            }
         }
         q->observed++;
     }
@@ -305,6 +314,121 @@ int reel_quantizer_observe(reel_quantizer *q, reel_tensor *const *inputs, GError
         reel_tensor_free(&outs[i]);
     g_free(outs);
     return rc;
+}
+
+// ---- equalization ---------------------------------------------------------
+
+// How many nodes read tensor `name`.
+static int readers(const Onnx__GraphProto *g, const char *name, const Onnx__NodeProto **last)
+{
+    int n = 0;
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t k = 0; k < g->node[i]->n_input; k++)
+            if (strcmp(g->node[i]->input[k], name) == 0) {
+                n++;
+                *last = g->node[i];
+            }
+    return n;
+}
+
+// A float copy of initializer `t`, values multiplied along `axis` by
+// k[index] (or divided), put in its place in the graph.
+static void rescale_init(reel_quantizer *q, const Onnx__TensorProto *t, int axis, const float *k, bool divide)
+{
+    int64_t count;
+    const float *v = float_data(t, &count);
+    int64_t channels = t->dims[axis], inner = 1;
+    for (size_t d = (size_t)axis + 1; d < t->n_dims; d++)
+        inner *= t->dims[d];
+    float *nv = g_new(float, count ? count : 1);
+    g_ptr_array_add(q->mem, nv);
+    for (int64_t i = 0; i < count; i++) {
+        float f = k[i / inner % channels];
+        nv[i] = divide ? v[i] / f : v[i] * f;
+    }
+    Onnx__TensorProto *c = g_memdup2(t, sizeof *t);
+    g_ptr_array_add(q->mem, c);
+    c->has_raw_data = 1;
+    c->raw_data.data = (uint8_t *)nv;
+    c->raw_data.len = (size_t)count * sizeof(float);
+    c->n_float_data = 0;
+    c->float_data = NULL;
+    for (size_t i = 0; i < q->graph.n_initializer; i++)
+        if (q->graph.initializer[i] == t)
+            q->graph.initializer[i] = c;
+    g_hash_table_insert(q->inits, c->name, c);
+}
+
+// The factors for depthwise Conv `n` when a pointwise-style Conv (group 1)
+// alone reads its output and calibration saw that output's channels; NULL
+// otherwise. *next: that Conv.
+static float *pair_factors(reel_quantizer *q, const Onnx__NodeProto *n, const Onnx__NodeProto **next)
+{
+    const Onnx__GraphProto *g = &q->graph;
+    const Onnx__TensorProto *w = weight_of(q, n), *w2, *b = NULL;
+    int64_t count;
+    if (!is_op(n, "Conv") || !w || w->n_dims != 4 || w->dims[1] != 1 || int_attr(n, "group", 1) != w->dims[0] ||
+        n->n_output != 1 || is_graph_output(g, n->output[0]) || readers(g, n->output[0], next) != 1 ||
+        !is_op(*next, "Conv") || (*next)->n_input < 2 || strcmp((*next)->input[0], n->output[0]) != 0 ||
+        int_attr(*next, "group", 1) != 1 || !(w2 = weight_of(q, *next)) || w2->n_dims < 2 ||
+        w2->dims[1] != w->dims[0] || !float_data(w, &count) || !float_data(w2, &count))
+        return NULL;
+    const Onnx__NodeProto *other;
+    if (readers(g, w->name, &other) != 1 || readers(g, w2->name, &other) != 1)
+        return NULL; // a weight shared with another node would change there too
+    if (n->n_input > 2 && *n->input[2] &&
+        (!(b = g_hash_table_lookup(q->inits, n->input[2])) || b->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
+         b->n_dims != 1 || !float_data(b, &count) || count != w->dims[0] || readers(g, b->name, &other) != 1))
+        return NULL;
+    const act *a = g_hash_table_lookup(q->by_name, n->output[0]);
+    if (!a || a->not_float || a->mean.channels != w->dims[0] || !a->mean.absmax)
+        return NULL;
+    float *k = g_new(float, w->dims[0]);
+    equalize_factors(a->mean.absmax, w->dims[0], k);
+    return k;
+}
+
+int reel_quantizer_equalize(reel_quantizer *q, GError **error)
+{
+    if (q->observed == 0) {
+        g_set_error(error, REEL_ERROR, REEL_EINVAL, "%s: equalization needs calibration input first", q->path);
+        return REEL_EINVAL;
+    }
+    Onnx__TensorProto **inits = g_memdup2(q->graph.initializer,
+                                          (q->graph.n_initializer ? q->graph.n_initializer : 1) * sizeof *inits);
+    g_ptr_array_add(q->mem, inits);
+    q->graph.initializer = inits; // a copy: the unpacked model's array stays as it was
+    int pairs = 0;
+    for (size_t i = 0; i < q->graph.n_node; i++) {
+        const Onnx__NodeProto *n = q->graph.node[i], *next = NULL;
+        float *k = pair_factors(q, n, &next);
+        if (!k)
+            continue;
+        rescale_init(q, weight_of(q, n), 0, k, false);
+        if (n->n_input > 2 && *n->input[2])
+            rescale_init(q, g_hash_table_lookup(q->inits, n->input[2]), 0, k, false);
+        rescale_init(q, weight_of(q, next), 1, k, true);
+        g_free(k);
+        pairs++;
+    }
+    if (pairs == 0)
+        return 0; // nothing changed: what was observed still holds
+    // What calibration saw belongs to the model before: start again.
+    for (guint i = 0; i < q->acts->len; i++) {
+        act *a = q->acts->pdata[i];
+        quant_range_init(&a->range);
+        chan_stats_clear(&a->mean);
+        a->not_float = false;
+    }
+    q->observed = 0;
+    reel_session_destroy(&q->session);
+    reel_model_unref(&q->calib);
+    q->calib = calibration_model(q, error);
+    if (!q->calib) {
+        g_prefix_error(error, "%s: the equalized model for calibration: ", q->path);
+        return error && *error ? (*error)->code : REEL_EINVAL;
+    }
+    return pairs;
 }
 
 // ---- writing ------------------------------------------------------------
@@ -318,6 +442,7 @@ typedef struct writer {
     GHashTable *renamed;  // tensor -> its DequantizeLinear output
     GHashTable *weights;  // weight initializer -> weight_q*
     GHashTable *biases;   // bias initializer -> its DequantizeLinear output
+    GHashTable *keep;     // nodes that run in float
     reel_quant_summary summary;
 } writer;
 
@@ -325,6 +450,8 @@ typedef struct weight_q {
     char *dq;      // DequantizeLinear output
     float *scales; // per channel (n) or one
     int64_t n;
+    const float *w; // the float weights
+    const int8_t *q; // and their int8 values
 } weight_q;
 
 static void *own(writer *w, void *p)
@@ -388,7 +515,7 @@ static Onnx__NodeProto *node(writer *w, const char *op, const char *name, int n_
 static const act *params_of(const reel_quantizer *q, const act *a)
 {
     for (int hops = 0; a && hops < 1000; hops++) {
-        if (a->not_float || a->output_tail)
+        if (a->not_float || a->output_tail || a->keep_float)
             return NULL;
         if (!a->shares)
             return a;
@@ -479,6 +606,8 @@ static const weight_q *quantize_weight(writer *w, const Onnx__TensorProto *t, in
     const char *qn = name2(w, t->name, "_quantized"), *s = name2(w, t->name, "_scale"),
                *z = name2(w, t->name, "_zero_point");
     tensor(w, qn, ONNX__TENSOR_PROTO__DATA_TYPE__INT8, (int)t->n_dims, t->dims, qv, (size_t)count);
+    wq->w = v;
+    wq->q = qv;
     int64_t cdim[1] = { channels };
     tensor(w, s, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, per_channel, cdim,
            g_memdup2(wq->scales, channels * sizeof(float)), channels * sizeof(float));
@@ -491,16 +620,10 @@ static const weight_q *quantize_weight(writer *w, const Onnx__TensorProto *t, in
     return wq;
 }
 
-// int32 bias at x_scale x w_scale[c], zero point 0; NULL when it does not fit.
-static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_scale, const weight_q *wq)
+// int32 bias `name` of `count` values at x_scale x w_scale[c], zero point 0.
+static const char *bias_values(writer *w, const char *name, const float *v, int64_t count, const int64_t *dims,
+                               float x_scale, const weight_q *wq)
 {
-    const char *dq = g_hash_table_lookup(w->biases, t->name);
-    if (dq)
-        return dq;
-    int64_t count;
-    const float *v = float_data(t, &count);
-    if (!v || t->n_dims != 1 || (wq->n > 1 && count != wq->n) || x_scale <= 0)
-        return NULL;
     bool per_channel = wq->n > 1;
     float *scales = g_new(float, count ? count : 1);
     int32_t *qv = g_new(int32_t, count ? count : 1);
@@ -509,9 +632,9 @@ static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_
         double r = rint((double)v[c] / scales[c]);
         qv[c] = (int32_t)(r < INT32_MIN ? INT32_MIN : r > INT32_MAX ? INT32_MAX : r);
     }
-    const char *qn = name2(w, t->name, "_quantized"), *s = name2(w, t->name, "_quantized_scale"),
-               *z = name2(w, t->name, "_quantized_zero_point");
-    tensor(w, qn, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, t->dims, qv, (size_t)count * sizeof *qv);
+    const char *qn = name2(w, name, "_quantized"), *s = name2(w, name, "_quantized_scale"),
+               *z = name2(w, name, "_quantized_zero_point");
+    tensor(w, qn, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, dims, qv, (size_t)count * sizeof *qv);
     int64_t cdim[1] = { count };
     if (per_channel) {
         tensor(w, s, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, cdim, scales, (size_t)count * sizeof *scales);
@@ -521,12 +644,64 @@ static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_
         tensor(w, z, ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 0, NULL, g_new0(int32_t, 1), 4);
         g_free(scales);
     }
-    dq = name2(w, t->name, "_DequantizeLinear_Output");
-    node(w, "DequantizeLinear", name2(w, t->name, "_DequantizeLinear"), 3, (const char *[]){ qn, s, z }, dq,
+    const char *dq = name2(w, name, "_DequantizeLinear_Output");
+    node(w, "DequantizeLinear", name2(w, name, "_DequantizeLinear"), 3, (const char *[]){ qn, s, z }, dq,
          per_channel ? 0 : -1);
-    g_hash_table_insert(w->biases, t->name, (gpointer)dq);
     w->summary.biases++;
     return dq;
+}
+
+// The bias initializer `t` in int32; NULL when it does not fit.
+static const char *quantize_bias(writer *w, const Onnx__TensorProto *t, float x_scale, const weight_q *wq)
+{
+    const char *dq = g_hash_table_lookup(w->biases, t->name);
+    if (dq)
+        return dq;
+    int64_t count;
+    const float *v = float_data(t, &count);
+    if (!v || t->n_dims != 1 || (wq->n > 1 && count != wq->n) || x_scale <= 0)
+        return NULL;
+    dq = bias_values(w, t->name, v, count, t->dims, x_scale, wq);
+    g_hash_table_insert(w->biases, t->name, (gpointer)dq);
+    return dq;
+}
+
+static int64_t int_attr(const Onnx__NodeProto *n, const char *name, int64_t fallback)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i]->i;
+    return fallback;
+}
+
+// Conv `n`'s bias (`b`, or zeros when it has none) less the mean shift its
+// int8 weights cause on the calibration data; NULL when the input's means
+// are unknown or the shapes do not fit.
+static const char *corrected_bias(writer *w, const Onnx__NodeProto *n, const Onnx__TensorProto *wt,
+                                  const weight_q *wq, const Onnx__TensorProto *b, float x_scale)
+{
+    const act *in = g_hash_table_lookup(w->q->by_name, n->input[0]);
+    if (!in || !wq->q || wt->n_dims < 3 || x_scale <= 0)
+        return NULL;
+    int64_t oc = wt->dims[0], inner = 1, kernel = 1, count = oc;
+    for (size_t d = 1; d < wt->n_dims; d++)
+        inner *= wt->dims[d];
+    for (size_t d = 2; d < wt->n_dims; d++)
+        kernel *= wt->dims[d];
+    const float *bv = b ? float_data(b, &count) : NULL;
+    if (b && (!bv || b->n_dims != 1 || count != oc))
+        return NULL;
+    if (wq->n > 1 && wq->n != oc)
+        return NULL;
+    float *v = own(w, g_new(float, oc ? oc : 1));
+    if (!conv_bias_shift(wq->w, wq->q, wq->scales, wq->n > 1, oc, inner, kernel, int_attr(n, "group", 1), &in->mean,
+                         v))
+        return NULL;
+    for (int64_t o = 0; o < oc; o++)
+        v[o] = (bv ? bv[o] : 0.0f) - v[o];
+    w->summary.bias_corrected++;
+    int64_t dims[1] = { oc };
+    return bias_values(w, name2(w, n->output[0], "_bias_corrected"), v, oc, dims, x_scale, wq);
 }
 
 // The output-channel axis of a node's weight.
@@ -602,7 +777,7 @@ static void rewrite_nodes(writer *w)
         Onnx__NodeProto *c = own(w, g_memdup2(n, sizeof *n));
         c->input = own(w, g_memdup2(n->input, (n->n_input ? n->n_input : 1) * sizeof *n->input));
         c->output = own(w, g_memdup2(n->output, (n->n_output ? n->n_output : 1) * sizeof *n->output));
-        const Onnx__TensorProto *wt = weight_of(w->q, n);
+        const Onnx__TensorProto *wt = g_hash_table_contains(w->keep, n) ? NULL : weight_of(w->q, n);
         const weight_q *wq = wt ? quantize_weight(w, wt, weight_axis(n, wt)) : NULL;
         for (size_t k = 0; k < n->n_input; k++) {
             const char *r = g_hash_table_lookup(w->renamed, n->input[k]);
@@ -611,12 +786,26 @@ static void rewrite_nodes(writer *w)
         }
         if (wq) {
             c->input[1] = wq->dq;
-            const Onnx__TensorProto *b = n->n_input > 2 ? g_hash_table_lookup(w->q->inits, n->input[2]) : NULL;
-            if (b && b->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && (!is_op(n, "Gemm") || gemm_beta_is_one(n))) {
-                const char *bdq = quantize_bias(w, b, act_scale(w, n->input[0]), wq);
-                if (bdq)
-                    c->input[2] = (char *)bdq;
+            bool has_bias = n->n_input > 2 && n->input[2] && *n->input[2];
+            const Onnx__TensorProto *b = has_bias ? g_hash_table_lookup(w->q->inits, n->input[2]) : NULL;
+            bool float_bias = b && b->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+                              (!is_op(n, "Gemm") || gemm_beta_is_one(n));
+            float x_scale = act_scale(w, n->input[0]);
+            const char *bdq = NULL;
+            if (w->params->bias_correction && is_op(n, "Conv") && (float_bias || !has_bias))
+                bdq = corrected_bias(w, n, wt, wq, b, x_scale);
+            if (!bdq && float_bias)
+                bdq = quantize_bias(w, b, x_scale, wq);
+            if (bdq && c->n_input < 3) { // a Conv without bias gets one
+                char **in = own(w, g_new0(char *, 3));
+                memcpy(in, c->input, c->n_input * sizeof *in);
+                for (size_t k = c->n_input; k < 2; k++)
+                    in[k] = "";
+                c->input = in;
+                c->n_input = 3;
             }
+            if (bdq)
+                c->input[2] = (char *)bdq;
         }
         g_ptr_array_add(w->nodes, c);
         for (size_t k = 0; k < n->n_output; k++) {
@@ -663,6 +852,61 @@ static Onnx__TensorProto **initializers(writer *w, size_t *n, GHashTable *droppe
     return all;
 }
 
+static void keep_node(writer *w, const Onnx__NodeProto *n)
+{
+    if (!g_hash_table_add(w->keep, (gpointer)n))
+        return;
+    w->summary.float_nodes++;
+    const Onnx__GraphProto *g = &w->q->graph;
+    for (size_t k = 0; k < n->n_output; k++) {
+        act *a = g_hash_table_lookup(w->q->by_name, n->output[k]);
+        if (a)
+            a->keep_float = true;
+        for (size_t i = 0; i < g->n_node; i++) // a following Relu/Clip quantizes in its place
+            if (is_any(g->node[i], activations) && g->node[i]->n_input >= 1 && g->node[i]->n_output >= 1 &&
+                strcmp(g->node[i]->input[0], n->output[k]) == 0 &&
+                (a = g_hash_table_lookup(w->q->by_name, g->node[i]->output[0])))
+                a->keep_float = true;
+    }
+}
+
+// The nodes the params keep float: by name, and the last weighted node
+// before each model output (through Reshape, Transpose, Relu...).
+static int pick_float_nodes(writer *w, GError **error)
+{
+    const Onnx__GraphProto *g = &w->q->graph;
+    for (guint i = 0; i < w->q->acts->len; i++)
+        ((act *)w->q->acts->pdata[i])->keep_float = false;
+    for (const char *const *name = w->params->keep_float; name && *name; name++) {
+        const Onnx__NodeProto *found = NULL;
+        for (size_t i = 0; i < g->n_node && !found; i++)
+            if (g->node[i]->name && strcmp(g->node[i]->name, *name) == 0)
+                found = g->node[i];
+        if (!found) {
+            g_set_error(error, REEL_ERROR, REEL_EINVAL, "--keep-float %s: %s has no node of that name", *name,
+                        w->q->path);
+            return REEL_EINVAL;
+        }
+        keep_node(w, found);
+    }
+    for (size_t o = 0; w->params->keep_heads_float && o < g->n_output; o++) {
+        const char *t = g->output[o]->name;
+        for (int hops = 0; t && hops < 1000; hops++) {
+            const Onnx__NodeProto *p = NULL;
+            for (size_t i = 0; i < g->n_node && !p; i++)
+                for (size_t k = 0; k < g->node[i]->n_output && !p; k++)
+                    if (strcmp(g->node[i]->output[k], t) == 0)
+                        p = g->node[i];
+            if (p && weight_of(w->q, p)) {
+                keep_node(w, p);
+                break;
+            }
+            t = p && (is_any(p, shared_ops) || is_any(p, activations)) && p->n_input >= 1 ? p->input[0] : NULL;
+        }
+    }
+    return 0;
+}
+
 int reel_quantizer_write(reel_quantizer *q, const reel_quant_params *params, const char *out,
                          reel_quant_summary *summary, GError **error)
 {
@@ -682,7 +926,11 @@ int reel_quantizer_write(reel_quantizer *q, const reel_quant_params *params, con
     w.renamed = g_hash_table_new(g_str_hash, g_str_equal);
     w.weights = g_hash_table_new(g_str_hash, g_str_equal);
     w.biases = g_hash_table_new(g_str_hash, g_str_equal);
+    w.keep = g_hash_table_new(g_direct_hash, g_direct_equal);
     GHashTable *dropped = g_hash_table_new(g_str_hash, g_str_equal);
+    rc = pick_float_nodes(&w, error);
+    if (rc < 0)
+        goto out;
     rewrite_nodes(&w);
 
     const Onnx__GraphProto *g = &q->graph;
@@ -728,7 +976,9 @@ int reel_quantizer_write(reel_quantizer *q, const reel_quant_params *params, con
     if (summary)
         *summary = w.summary;
     g_free(buf);
+out:
     g_hash_table_destroy(dropped);
+    g_hash_table_destroy(w.keep);
     g_hash_table_destroy(w.biases);
     g_hash_table_destroy(w.weights);
     g_hash_table_destroy(w.renamed);

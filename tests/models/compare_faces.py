@@ -1,7 +1,8 @@
 # Faces found by two runs of the face pipeline (metasink JSON lines), the
 # int8 model's against the float model's: the same number of faces in every
-# frame, each box's corners within TOLERANCE pixels of its twin's.
-#   python3 compare_faces.py FLOAT.jsonl INT8.jsonl [TOLERANCE]
+# frame, each box's corners within TOLERANCE pixels of its twin's (with
+# SHARE, a fraction: at least that share of the boxes).
+#   python3 compare_faces.py FLOAT.jsonl INT8.jsonl [TOLERANCE [SHARE]]
 import json
 import sys
 
@@ -17,6 +18,7 @@ def corner_error(a, b):
 
 ref, got = load(sys.argv[1]), load(sys.argv[2])
 tolerance = float(sys.argv[3]) if len(sys.argv) > 3 else 2.0
+share = float(sys.argv[4]) if len(sys.argv) > 4 else None
 bad = 0
 worst = 0.0
 if not ref or sorted(ref) != sorted(got):
@@ -34,11 +36,14 @@ for frame, want in sorted(ref.items()):
         if err <= tolerance:
             matched += 1
             worst = max(worst, err)
-        else:
+        elif share is None:
             print(f"frame {frame}: the float model's box {box} has no twin within {tolerance} px")
             bad += 1
 print(f"{len(ref)} frames, {faces} faces found by the float model, {matched} matched within {tolerance} px "
       f"(largest corner difference {worst:.2f} px)")
+if share is not None and matched < share * faces:
+    print(f"fewer than {share:.0%} of the boxes within {tolerance} px")
+    bad += 1
 if faces == 0:
     print("the float model found no faces: nothing was compared")
     bad += 1
