@@ -141,7 +141,7 @@ static void bench_gemm(shape s, int repeat)
     uint8_t *Y = rnd_bytes((size_t)s.M * s.N);
     int32_t *zp = calloc((size_t)s.M, 4), *rr = calloc((size_t)s.M, 4), *sum = calloc((size_t)np, 4),
             *xz = calloc((size_t)np, 4), *bias = calloc((size_t)s.M, 4);
-    double *mult = malloc(sizeof(double) * (size_t)s.M);
+    float *mult = malloc(sizeof(float) * (size_t)s.M);
     for (int m = 0; m < s.M; m++)
         mult[m] = 1e-4, bias[m] = rand() % 1000;
     xrows xr = { X, s.N };
@@ -149,8 +149,7 @@ static void bench_gemm(shape s, int repeat)
     qjob q = { .M = s.M, .N = s.N };
     q.p = (qgemm_problem){ .a = W, .lda = (size_t)kp, .a_zp = zp, .a_rr = rr, .b = P, .kq = kp / 4, .nr = nr,
                            .b_sum = sum, .b_zp = xz, .b_zp_one = true };
-    q.p.out = (qgemm_out){ .y = Y, .ldc = s.N, .bias = bias, .mult = mult, .zp = 3, .lo = 3, .hi = 255,
-                           .mult_small = qgemm_mult_small(mult, s.M) };
+    q.p.out = (qgemm_out){ .y = Y, .ldc = s.N, .bias = bias, .mult = mult, .zp = 3, .lo = 3, .hi = 255 };
     fjob f = { .s = s, .A = rnd_floats((size_t)s.M * s.K), .B = rnd_floats((size_t)s.K * s.N),
                .bias = rnd_floats((size_t)s.M), .C = rnd_floats((size_t)s.M * s.N) };
     double tq, tf;

@@ -255,8 +255,8 @@ static void pad_image(const col_src *s, const uint8_t *x, uint8_t *padded)
     memset(padded + c->Cg * st * st * hp * wp, s->pad, (size_t)(2 * wp + 64)); // read by the last rows' dropped columns
 }
 
-// Multipliers in double, one per output channel.
-double *qconv_channel_mults(const requant *q, int64_t M, double *dst)
+// Multipliers, one per output channel.
+float *qconv_channel_mults(const requant *q, int64_t M, float *dst)
 {
     for (int64_t m = 0; m < M; m++)
         dst[m] = q->mult[q->n_mult == 1 ? 0 : m];
@@ -295,7 +295,7 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
         wp = wpack_make((void *)(((uintptr_t)rest + 63) & ~(uintptr_t)63), w, zw, c->M, c->K);
         rest += wpack_bytes(c->M, c->K) + 64;
     }
-    double *mult = q ? qconv_channel_mults(q, c->M, (double *)(((uintptr_t)rest + 7) & ~(uintptr_t)7)) : NULL;
+    float *mult = q ? qconv_channel_mults(q, c->M, (float *)(((uintptr_t)rest + 7) & ~(uintptr_t)7)) : NULL;
     rest = (char *)(((uintptr_t)rest + 8 * (size_t)c->M + 63) & ~(uintptr_t)63);
     uint8_t *padded = f.on ? (uint8_t *)rest : NULL;
     void *wide = f.on ? (void *)(((uintptr_t)rest + (size_t)flat_bytes(c, &f) + 63) & ~(uintptr_t)63) : NULL;
@@ -334,7 +334,6 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
                 j.p.out.y_signed = q->dt == REEL_DTYPE_INT8;
                 j.p.out.mult = mult + m0;
                 j.p.out.zp = q->zp, j.p.out.lo = q->lo, j.p.out.hi = q->hi;
-                j.p.out.mult_small = qgemm_mult_small(mult + m0, c->Mg);
             } else {
                 j.p.out.c32 = wide ? wide : j.y;
             }

@@ -360,7 +360,7 @@ int qconv_depthwise(const qconv_geom *c, qgemm_isa isa, const reel_tensor *x, co
 {
     int64_t hp, wp;
     dw_plane_dims(c, &hp, &wp);
-    double *mult = q ? qconv_channel_mults(q, c->M, g_new(double, c->M)) : NULL;
+    float *mult = q ? qconv_channel_mults(q, c->M, g_new(float, c->M)) : NULL;
     bool xs = x->dtype == REEL_DTYPE_INT8;
     dw_job j = { .c = c, .isa = isa, .x_signed = xs, .w_signed = w->dtype == REEL_DTYPE_INT8,
                  .zx = zx ? (xs ? *(const int8_t *)zx->data : *(const uint8_t *)zx->data) : 0, .w = w, .zw = zw,
@@ -370,8 +370,7 @@ int qconv_depthwise(const qconv_geom *c, qgemm_isa isa, const reel_tensor *x, co
     for (int64_t img = 0; img < c->N; img++) {
         j.x = (const uint8_t *)x->data + img * c->C * pin_of(c);
         j.out = (qgemm_out){ .ldc = c->P, .mult = mult, .zp = q ? q->zp : 0, .lo = q ? q->lo : 0,
-                             .hi = q ? q->hi : 0, .y_signed = q && q->dt == REEL_DTYPE_INT8,
-                             .mult_small = q && qgemm_mult_small(mult, c->M) };
+                             .hi = q ? q->hi : 0, .y_signed = q && q->dt == REEL_DTYPE_INT8 };
         if (q)
             j.out.y = (uint8_t *)Y + img * c->M * c->P;
         else

@@ -419,22 +419,18 @@ static void widen(const reel_tensor *src, int64_t first, int64_t count, int64_t 
     }
 }
 
-// acc[0..len) with multiplier m into y (uint8 or int8) at element off.
+// acc[0..len) with multiplier m into y (uint8 or int8) at element off, in
+// float as ONNX Runtime does it (qgemm_requant1).
 static void requant_span(const requant *q, const int32_t *acc, int64_t len, float m, void *y, int64_t off)
 {
-    double mult = m, zp = q->zp, lo = q->lo, hi = q->hi;
     if (q->dt == REEL_DTYPE_UINT8) {
         uint8_t *restrict d = (uint8_t *)y + off;
-        for (int64_t i = 0; i < len; i++) {
-            double v = rint((double)acc[i] * mult) + zp;
-            d[i] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
-        }
+        for (int64_t i = 0; i < len; i++)
+            d[i] = (uint8_t)qgemm_requant1(acc[i], m, q->zp, q->lo, q->hi);
     } else {
         int8_t *restrict d = (int8_t *)y + off;
-        for (int64_t i = 0; i < len; i++) {
-            double v = rint((double)acc[i] * mult) + zp;
-            d[i] = (int8_t)(v < lo ? lo : v > hi ? hi : v);
-        }
+        for (int64_t i = 0; i < len; i++)
+            d[i] = (int8_t)qgemm_requant1(acc[i], m, q->zp, q->lo, q->hi);
     }
 }
 
