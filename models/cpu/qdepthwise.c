@@ -250,12 +250,22 @@ static bool dw_weights_fit_int8(const qconv_geom *c, const reel_tensor *w, const
     return true;
 }
 
-// One output row oh: acc[0..OW) = b + sum over taps; KH and NQ (quads per
-// kernel row) constants in the common cases.
+// Where a row's sums go: int32 (c32), or requantized into bytes (y) with
+// qgemm_requant1's arithmetic, 16 at a time.
+typedef struct dw_vstore {
+    int32_t *c32;
+    uint8_t *y;
+    __m512 mult, flo, fhi;
+    __m512i zp;
+} dw_vstore;
+
+// One output row oh: b + the sums over the taps, OW of them, to st at
+// element off; KH and NQ (quads per kernel row) constants in the common
+// cases.
 T512VB static inline __attribute__((always_inline)) void dw_vnni_row(const uint8_t *plane, int64_t wp, int64_t row0,
                                                                      int64_t OW, int sw, int32_t b, const __m512i *wq,
-                                                                     const __m512i *idx, int32_t *acc, const int KH,
-                                                                     const int NQ)
+                                                                     const __m512i *idx, const dw_vstore *st,
+                                                                     int64_t off, const int KH, const int NQ)
 {
     for (int64_t o0 = 0; o0 < OW; o0 += 16) {
         __mmask16 k = OW - o0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (OW - o0)) - 1);
@@ -270,7 +280,19 @@ T512VB static inline __attribute__((always_inline)) void dw_vnni_row(const uint8
                     a = dw_dpbusd(a, u, wq[kh * NQ + q]);
             }
         }
-        _mm512_mask_storeu_epi32(acc + o0, k, _mm512_add_epi32(a, a2));
+        __m512i v = _mm512_add_epi32(a, a2);
+        if (st->c32) {
+            _mm512_mask_storeu_epi32(st->c32 + off + o0, k, v);
+            continue;
+        }
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), st->mult);
+        f = _mm512_min_ps(_mm512_max_ps(f, st->flo), st->fhi);
+        // In [lo, hi]: the truncation to bytes is exact.
+        __m128i y = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), st->zp));
+        if (k == 0xffff)
+            _mm_storeu_si128((__m128i *)(st->y + off + o0), y);
+        else
+            _mm_mask_storeu_epi8(st->y + off + o0, k, y);
     }
 }
 
@@ -285,7 +307,6 @@ T512VB static void dw_task_vnni(const dw_job *j, int task)
     int32_t zxu = pad; // the zero point as the plane holds it
     // 128 bytes past the plane: the last rows' fill and loads run over.
     uint8_t *plane = g_malloc((size_t)(hp * wp + 128));
-    int32_t *acc = g_new(int32_t, OH * OW);
     memset(plane + hp * wp, pad, 128);
     __m512i vpad = _mm512_set1_epi8((char)pad), vflip = _mm512_set1_epi8((char)flip);
     __m512i idx[2];
@@ -320,19 +341,22 @@ T512VB static void dw_task_vnni(const dw_job *j, int task)
                 wq[kh * nq + q] = _mm512_set1_epi32((int32_t)quad);
             }
         int32_t b = (int32_t)((uint32_t)(j->bias ? j->bias[ch] : 0) - (uint32_t)zxu * wsum);
+        const qgemm_out *o = &j->out;
+        dw_vstore st = { .c32 = o->c32 ? o->c32 + ch * o->ldc : NULL,
+                         .y = o->c32 ? NULL : (uint8_t *)o->y + ch * o->ldc,
+                         .mult = _mm512_set1_ps(o->c32 ? 0 : o->mult[ch]), .flo = _mm512_set1_ps((float)(o->lo - o->zp)),
+                         .fhi = _mm512_set1_ps((float)(o->hi - o->zp)), .zp = _mm512_set1_epi32(o->zp) };
         for (int64_t oh = 0; oh < OH; oh++) {
             int64_t row0 = oh * w->s[1];
             if (KH == 3 && nq == 1)
-                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, acc + oh * OW, 3, 1);
+                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, &st, oh * OW, 3, 1);
             else if (KH == 5 && nq == 2)
-                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, acc + oh * OW, 5, 2);
+                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, &st, oh * OW, 5, 2);
             else
-                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, acc + oh * OW, (int)KH, nq);
+                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, &st, oh * OW, (int)KH, nq);
         }
-        qgemm_store_row(j->isa, &j->out, acc, OH * OW, ch, 0);
     }
     g_free(plane);
-    g_free(acc);
 }
 #endif
 
