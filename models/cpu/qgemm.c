@@ -26,6 +26,37 @@ static inline int32_t load4(const uint8_t *p)
 
 // ---- Packing
 
+#ifdef QGEMM_X86
+// 64 columns of four rows into two 32-column panels (d0, d1: 128 bytes
+// each) and the columns' sums: bytes interleaved in 128-bit lanes, the
+// lanes transposed; each column's four bytes summed by a vpdpbusd with ones.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
+pack64_avx512(const uint8_t *const r[4], int64_t j, uint8_t *d0, uint8_t *d1, int32_t *sum, bool is_signed)
+{
+    __m512i a = _mm512_loadu_si512(r[0] + j), b = _mm512_loadu_si512(r[1] + j);
+    __m512i c = _mm512_loadu_si512(r[2] + j), e = _mm512_loadu_si512(r[3] + j);
+    __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+    __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
+    // q0..q3: in each lane L, columns 16 L + 4 i .. + 3 of qi.
+    __m512i q0 = _mm512_unpacklo_epi16(ab0, ce0), q1 = _mm512_unpackhi_epi16(ab0, ce0);
+    __m512i q2 = _mm512_unpacklo_epi16(ab1, ce1), q3 = _mm512_unpackhi_epi16(ab1, ce1);
+    __m512i t0 = _mm512_shuffle_i32x4(q0, q1, 0x44), t1 = _mm512_shuffle_i32x4(q2, q3, 0x44);
+    __m512i t2 = _mm512_shuffle_i32x4(q0, q1, 0xee), t3 = _mm512_shuffle_i32x4(q2, q3, 0xee);
+    __m512i o[4] = { _mm512_shuffle_i32x4(t0, t1, 0x88), _mm512_shuffle_i32x4(t0, t1, 0xdd),
+                     _mm512_shuffle_i32x4(t2, t3, 0x88), _mm512_shuffle_i32x4(t2, t3, 0xdd) };
+    _mm512_storeu_si512(d0, o[0]);
+    _mm512_storeu_si512(d0 + 64, o[1]);
+    _mm512_storeu_si512(d1, o[2]);
+    _mm512_storeu_si512(d1 + 64, o[3]);
+    __m512i ones = _mm512_set1_epi8(1);
+    for (int i = 0; i < 4; i++) {
+        __m512i s = _mm512_loadu_si512(sum + j + 16 * i);
+        s = is_signed ? _mm512_dpbusd_epi32(s, ones, o[i]) : _mm512_dpbusd_epi32(s, o[i], ones);
+        _mm512_storeu_si512(sum + j + 16 * i, s);
+    }
+}
+#endif
+
 void qgemm_pack_panels(int nr, int64_t K, int64_t n0, int64_t len, bool is_signed, qgemm_row_fn row, void *arg,
                        uint8_t *panels, int32_t *colsum)
 {
@@ -46,8 +77,17 @@ void qgemm_pack_panels(int nr, int64_t K, int64_t n0, int64_t len, bool is_signe
                     r[i] = buf[i];
                 }
             }
+            int64_t done = 0; // columns packed and summed by the AVX-512 path
+#ifdef QGEMM_X86
+            // Only AVX512-VNNI's panels are 32 columns wide.
+            if (nr == 32)
+                for (; done + 64 <= cl; done += 64) {
+                    uint8_t *d = panels + ((n0 + c0 + done) / nr * kq + q) * (int64_t)nr * 4;
+                    pack64_avx512(r, done, d, d + kq * nr * 4, sum, is_signed);
+                }
+#endif
             // Column j of this group goes to panel (c0 + j) / nr, slot j % nr.
-            for (int64_t j0 = 0; j0 < cl; j0 += nr) {
+            for (int64_t j0 = done; j0 < cl; j0 += nr) {
                 uint8_t *restrict d = panels + ((n0 + c0 + j0) / nr * kq + q) * (int64_t)nr * 4;
                 int64_t jl = cl - j0 < nr ? cl - j0 : nr;
                 const uint8_t *restrict r0 = r[0] + j0, *restrict r1 = r[1] + j0, *restrict r2 = r[2] + j0,
@@ -78,10 +118,10 @@ void qgemm_pack_panels(int nr, int64_t K, int64_t n0, int64_t len, bool is_signe
             // The padding rows are 0 and add nothing.
             int32_t *restrict s = sum;
             if (is_signed)
-                for (int64_t j = 0; j < cl; j++)
+                for (int64_t j = done; j < cl; j++)
                     s[j] += (int8_t)r[0][j] + (int8_t)r[1][j] + (int8_t)r[2][j] + (int8_t)r[3][j];
             else
-                for (int64_t j = 0; j < cl; j++)
+                for (int64_t j = done; j < cl; j++)
                     s[j] += r[0][j] + r[1][j] + r[2][j] + r[3][j];
         }
     }
