@@ -111,8 +111,24 @@ typedef struct col_src {
     uint8_t pad;         // the (shifted) zero point
     bool direct;         // pointwise, stride 1, no pads: row k is channel k
     const uint8_t *padded; // flat (flat_geom): the group's padded channels, shifted
+    const int64_t *koff;   // flat: row k's offset in padded (flat_offsets)
     flat_geom f;
 } col_src;
+
+// Flat: each im2col row's start in the padded image, the tap's phase and
+// offset, computed once per conv rather than per row read (the divisions
+// cost more than the read).
+static int64_t *flat_offsets(const qconv_geom *c, const flat_geom *f)
+{
+    const nn_window *w = &c->w;
+    int64_t *off = g_new(int64_t, MAX(1, c->K));
+    for (int64_t k = 0; k < c->K; k++) {
+        int64_t kw = k % w->k[2], kh = k / w->k[2] % w->k[1], ch = k / (w->k[2] * w->k[1]);
+        int64_t st = f->s, oh = kh * w->d[1], ow = kw * w->d[2]; // the tap's offset in the padded image
+        off[k] = ((ch * st + oh % st) * st + ow % st) * f->hp * f->wp + oh / st * f->wp + ow / st;
+    }
+    return off;
+}
 
 // Row k (channel, kd, kh, kw) of the im2col matrix, columns [n, n + len).
 static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint8_t *buf)
@@ -122,11 +138,8 @@ static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint
     const nn_window *w = &c->w;
     int64_t Pin = pin_of(c);
     if (s->padded) {
-        int64_t kw = k % w->k[2], kh = k / w->k[2] % w->k[1], ch = k / (w->k[2] * w->k[1]);
-        int64_t st = s->f.s, oh = kh * w->d[1], ow = kw * w->d[2]; // the tap's offset in the padded image
-        const uint8_t *phase = s->padded + ((ch * st + oh % st) * st + ow % st) * s->f.hp * s->f.wp;
         (void)len, (void)buf;
-        return phase + oh / st * s->f.wp + ow / st + n;
+        return s->padded + s->koff[k] + n;
     }
     if (s->direct) {
         const uint8_t *src = s->x + k * Pin + n;
@@ -313,7 +326,9 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
         tile = MAX(nr, (np / (2 * threads) + nr - 1) / nr * nr);
     gemm_job j = { .c = c, .isa = isa, .nr = nr, .P = P, .panels = panels, .colsum = colsum, .tile = tile,
                    .tiles = (P + tile - 1) / tile, .wide = wide, .es = q ? 1 : 4 };
-    j.src = (col_src){ .c = c, .flip = xs ? 0x80 : 0, .pad = (uint8_t)z, .direct = direct, .padded = padded, .f = f };
+    int64_t *koff = padded ? flat_offsets(c, &f) : NULL;
+    j.src = (col_src){ .c = c, .flip = xs ? 0x80 : 0, .pad = (uint8_t)z, .direct = direct, .padded = padded,
+                       .koff = koff, .f = f };
     j.m_tasks = MAX(1, MIN((c->Mg + 7) / 8, (2 * threads + j.tiles - 1) / j.tiles));
     j.m_per = ((c->Mg + j.m_tasks - 1) / j.m_tasks + 7) / 8 * 8;
     j.m_tasks = (c->Mg + j.m_per - 1) / j.m_per;
@@ -341,5 +356,6 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
             if (wide)
                 nn_parallel(ctx, (int)j.m_tasks, compact_task, &j);
         }
+    g_free(koff);
     return 0;
 }
