@@ -121,12 +121,16 @@ typedef struct col_src {
 static int64_t *flat_offsets(const qconv_geom *c, const flat_geom *f)
 {
     const nn_window *w = &c->w;
-    int64_t *off = g_new(int64_t, MAX(1, c->K));
-    for (int64_t k = 0; k < c->K; k++) {
-        int64_t kw = k % w->k[2], kh = k / w->k[2] % w->k[1], ch = k / (w->k[2] * w->k[1]);
-        int64_t st = f->s, oh = kh * w->d[1], ow = kw * w->d[2]; // the tap's offset in the padded image
-        off[k] = ((ch * st + oh % st) * st + ow % st) * f->hp * f->wp + oh / st * f->wp + ow / st;
-    }
+    int64_t *off = g_new(int64_t, MAX(1, c->K)), st = f->s, taps = w->k[1] * w->k[2];
+    for (int64_t kh = 0; kh < w->k[1]; kh++)
+        for (int64_t kw = 0; kw < w->k[2]; kw++) {
+            int64_t oh = kh * w->d[1], ow = kw * w->d[2]; // the tap's offset in the padded image
+            off[kh * w->k[2] + kw] = ((oh % st) * st + ow % st) * f->hp * f->wp + oh / st * f->wp + ow / st;
+        }
+    // Channel ch: its st x st phases further on.
+    for (int64_t ch = 1; ch < c->Cg; ch++)
+        for (int64_t t = 0; t < taps; t++)
+            off[ch * taps + t] = off[t] + ch * st * st * f->hp * f->wp;
     return off;
 }
 
