@@ -480,6 +480,8 @@ TVNNI static void dot_avxvnni(const uint8_t *A, size_t lda, const uint8_t *B, in
 // The store of one vector of sums of row m, columns n.. (mask k): the
 // zero-point corrections (per-row constants hoisted by the caller: rc =
 // bias - zb * (rowsum - K za) when zb is one value), requantization.
+// The store's constants: the tile's (zp, flo, fhi) and the row's (za, rr,
+// rc, mult), passed by value so that they stay in registers.
 typedef struct row_consts {
     __m512i za, rr, rc, zp;
     __m512 mult, flo, fhi;
@@ -487,20 +489,20 @@ typedef struct row_consts {
 
 T512 static inline __attribute__((always_inline)) void store_vec(const qgemm_problem *p, __m512i v, int64_t m,
                                                                  int64_t n, __mmask16 k, int len,
-                                                                 const row_consts *rcs, bool zb_one, bool za_zero)
+                                                                 const row_consts rcs, bool zb_one, bool za_zero)
 {
     const qgemm_out *o = &p->out;
     if (!za_zero)
-        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_sum + n), rcs->za));
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_sum + n), rcs.za));
     if (!zb_one)
-        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_zp + n), rcs->rr));
-    v = _mm512_add_epi32(v, rcs->rc);
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_zp + n), rcs.rr));
+    v = _mm512_add_epi32(v, rcs.rc);
     if (o->c32) {
         _mm512_mask_storeu_epi32(o->c32 + m * o->ldc + n, k, v);
         return;
     }
-    __m512 mv = o->mult_per_col ? _mm512_maskz_loadu_ps(k, o->mult + n) : rcs->mult;
-    __m512i r = requant16(v, mv, rcs->flo, rcs->fhi, rcs->zp);
+    __m512 mv = o->mult_per_col ? _mm512_maskz_loadu_ps(k, o->mult + n) : rcs.mult;
+    __m512i r = requant16(v, mv, rcs.flo, rcs.fhi, rcs.zp);
     store16(o, (uint8_t *)o->y + m * o->ldc + n, k, len, r);
 }
 
@@ -530,17 +532,17 @@ T512 static inline __attribute__((always_inline)) void tile_avx512_body(const qg
     bool zb_one = p->b_zp_one;
     int l0 = cols < 16 ? cols : 16, l1 = cols - 16;
     __mmask16 k0 = (__mmask16)((1u << l0) - 1), k1 = l1 > 0 ? (__mmask16)((1u << l1) - 1) : 0;
+    row_consts rc = { .zp = _mm512_set1_epi32(o->zp), .flo = _mm512_set1_ps(FLO(o)), .fhi = _mm512_set1_ps(FHI(o)) };
     for (int r = 0; r < rows; r++) {
         int64_t mr = m + r;
         int32_t za = p->a_zp[mr], rr = p->a_rr[mr], bias = o->bias ? o->bias[mr] : 0;
-        row_consts rc = { _mm512_set1_epi32(za), _mm512_set1_epi32(rr),
-                          _mm512_set1_epi32((int32_t)((uint32_t)bias - (zb_one ? (uint32_t)p->b_zp[0] * (uint32_t)rr : 0))),
-                          _mm512_set1_epi32(o->zp), _mm512_set1_ps(o->c32 || o->mult_per_col ? 0 : o->mult[mr]),
-                          _mm512_set1_ps(FLO(o)), _mm512_set1_ps(FHI(o)) };
+        rc.za = _mm512_set1_epi32(za), rc.rr = _mm512_set1_epi32(rr);
+        rc.rc = _mm512_set1_epi32((int32_t)((uint32_t)bias - (zb_one ? (uint32_t)p->b_zp[0] * (uint32_t)rr : 0)));
+        rc.mult = _mm512_set1_ps(o->c32 || o->mult_per_col ? 0 : o->mult[mr]);
         bool za_zero = za == 0;
-        store_vec(p, c[r][0], mr, n, k0, l0, &rc, zb_one, za_zero);
+        store_vec(p, c[r][0], mr, n, k0, l0, rc, zb_one, za_zero);
         if (np > 1 && l1 > 0)
-            store_vec(p, c[r][1], mr, n + 16, k1, l1, &rc, zb_one, za_zero);
+            store_vec(p, c[r][1], mr, n + 16, k1, l1, rc, zb_one, za_zero);
     }
 }
 
