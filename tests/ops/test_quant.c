@@ -806,7 +806,8 @@ static void isa_conv(void **state)
 // Depthwise convs whose weights less their zero points fit int8 (the
 // symmetric int8 weights of real models, uint8 ones around 128): the byte
 // kernel of AVX512-VNNI with VBMI runs them; strides 1 and 2 each way, 3x3
-// to 7x7, pads, rows shorter and longer than a vector, int8 and uint8 x.
+// to 7x7, pads, rows shorter and longer than a vector (and narrow enough
+// for several to a vector), int8 and uint8 x.
 static void isa_depthwise_bytes(void **state)
 {
     (void)state;
@@ -821,6 +822,11 @@ static void isa_depthwise_bytes(void **state)
         { SH(1, 5, 7, 7, 3, 3, 1, 1, 0, 0), 0, 1, 1, true, true, NULL },
         { SH(1, 6, 9, 70, 3, 3, 1, 2, 1, 1), 1, 1, 1, true, true, NULL },
         { SH(1, 4, 12, 19, 7, 7, 1, 1, 3, 3), 0, 1, 0, true, true, NULL },
+        // Rows narrower than half a vector, several to a vector.
+        { SH(1, 12, 7, 7, 3, 3, 1, 1, 1, 1), 0, 1, 0, true, true, "Relu" },
+        { SH(2, 9, 14, 14, 3, 3, 2, 2, 1, 1), 1, 1, 1, true, true, NULL },
+        { SH(1, 6, 9, 8, 5, 5, 1, 1, 2, 2), 0, 0, 0, true, true, NULL },
+        { SH(1, 5, 11, 4, 3, 3, 1, 1, 1, 1), 1, 1, 0, false, true, NULL },
     };
 #undef SH
     unsigned seed = 900;
