@@ -111,8 +111,28 @@ typedef struct col_src {
     uint8_t pad;         // the (shifted) zero point
     bool direct;         // pointwise, stride 1, no pads: row k is channel k
     const uint8_t *padded; // flat (flat_geom): the group's padded channels, shifted
+    const int64_t *koff;   // flat: row k's offset in padded (flat_offsets)
     flat_geom f;
 } col_src;
+
+// Flat: each im2col row's start in the padded image, the tap's phase and
+// offset, computed once per conv rather than per row read (the divisions
+// cost more than the read).
+static int64_t *flat_offsets(const qconv_geom *c, const flat_geom *f)
+{
+    const nn_window *w = &c->w;
+    int64_t *off = g_new(int64_t, MAX(1, c->K)), st = f->s, taps = w->k[1] * w->k[2];
+    for (int64_t kh = 0; kh < w->k[1]; kh++)
+        for (int64_t kw = 0; kw < w->k[2]; kw++) {
+            int64_t oh = kh * w->d[1], ow = kw * w->d[2]; // the tap's offset in the padded image
+            off[kh * w->k[2] + kw] = ((oh % st) * st + ow % st) * f->hp * f->wp + oh / st * f->wp + ow / st;
+        }
+    // Channel ch: its st x st phases further on.
+    for (int64_t ch = 1; ch < c->Cg; ch++)
+        for (int64_t t = 0; t < taps; t++)
+            off[ch * taps + t] = off[t] + ch * st * st * f->hp * f->wp;
+    return off;
+}
 
 // Row k (channel, kd, kh, kw) of the im2col matrix, columns [n, n + len).
 static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint8_t *buf)
@@ -122,11 +142,8 @@ static const uint8_t *col_row(void *arg, int64_t k, int64_t n, int64_t len, uint
     const nn_window *w = &c->w;
     int64_t Pin = pin_of(c);
     if (s->padded) {
-        int64_t kw = k % w->k[2], kh = k / w->k[2] % w->k[1], ch = k / (w->k[2] * w->k[1]);
-        int64_t st = s->f.s, oh = kh * w->d[1], ow = kw * w->d[2]; // the tap's offset in the padded image
-        const uint8_t *phase = s->padded + ((ch * st + oh % st) * st + ow % st) * s->f.hp * s->f.wp;
         (void)len, (void)buf;
-        return phase + oh / st * s->f.wp + ow / st + n;
+        return s->padded + s->koff[k] + n;
     }
     if (s->direct) {
         const uint8_t *src = s->x + k * Pin + n;
@@ -255,8 +272,8 @@ static void pad_image(const col_src *s, const uint8_t *x, uint8_t *padded)
     memset(padded + c->Cg * st * st * hp * wp, s->pad, (size_t)(2 * wp + 64)); // read by the last rows' dropped columns
 }
 
-// Multipliers in double, one per output channel.
-double *qconv_channel_mults(const requant *q, int64_t M, double *dst)
+// Multipliers, one per output channel.
+float *qconv_channel_mults(const requant *q, int64_t M, float *dst)
 {
     for (int64_t m = 0; m < M; m++)
         dst[m] = q->mult[q->n_mult == 1 ? 0 : m];
@@ -295,7 +312,7 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
         wp = wpack_make((void *)(((uintptr_t)rest + 63) & ~(uintptr_t)63), w, zw, c->M, c->K);
         rest += wpack_bytes(c->M, c->K) + 64;
     }
-    double *mult = q ? qconv_channel_mults(q, c->M, (double *)(((uintptr_t)rest + 7) & ~(uintptr_t)7)) : NULL;
+    float *mult = q ? qconv_channel_mults(q, c->M, (float *)(((uintptr_t)rest + 7) & ~(uintptr_t)7)) : NULL;
     rest = (char *)(((uintptr_t)rest + 8 * (size_t)c->M + 63) & ~(uintptr_t)63);
     uint8_t *padded = f.on ? (uint8_t *)rest : NULL;
     void *wide = f.on ? (void *)(((uintptr_t)rest + (size_t)flat_bytes(c, &f) + 63) & ~(uintptr_t)63) : NULL;
@@ -313,7 +330,9 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
         tile = MAX(nr, (np / (2 * threads) + nr - 1) / nr * nr);
     gemm_job j = { .c = c, .isa = isa, .nr = nr, .P = P, .panels = panels, .colsum = colsum, .tile = tile,
                    .tiles = (P + tile - 1) / tile, .wide = wide, .es = q ? 1 : 4 };
-    j.src = (col_src){ .c = c, .flip = xs ? 0x80 : 0, .pad = (uint8_t)z, .direct = direct, .padded = padded, .f = f };
+    int64_t *koff = padded ? flat_offsets(c, &f) : NULL;
+    j.src = (col_src){ .c = c, .flip = xs ? 0x80 : 0, .pad = (uint8_t)z, .direct = direct, .padded = padded,
+                       .koff = koff, .f = f };
     j.m_tasks = MAX(1, MIN((c->Mg + 7) / 8, (2 * threads + j.tiles - 1) / j.tiles));
     j.m_per = ((c->Mg + j.m_tasks - 1) / j.m_tasks + 7) / 8 * 8;
     j.m_tasks = (c->Mg + j.m_per - 1) / j.m_per;
@@ -334,7 +353,6 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
                 j.p.out.y_signed = q->dt == REEL_DTYPE_INT8;
                 j.p.out.mult = mult + m0;
                 j.p.out.zp = q->zp, j.p.out.lo = q->lo, j.p.out.hi = q->hi;
-                j.p.out.mult_small = qgemm_mult_small(mult + m0, c->Mg);
             } else {
                 j.p.out.c32 = wide ? wide : j.y;
             }
@@ -342,5 +360,6 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
             if (wide)
                 nn_parallel(ctx, (int)j.m_tasks, compact_task, &j);
         }
+    g_free(koff);
     return 0;
 }

@@ -1,8 +1,10 @@
 // Depthwise ConvInteger and QLinearConv (groups == channels == outputs, 2-D):
-// the windows depthwise.c has fp32 fast paths for run through them (the
-// integer sums are exact in float), the others on int16 planes of x - zx,
-// two taps per vpmaddwd on AVX-512, plain loops elsewhere; a channel's
-// whole output is requantized at once (qgemm_store_row).
+// on AVX512-VNNI with VBMI, row strides 1 or 2 and weights that fit int8
+// (w - zw), on the bytes themselves, four taps per vpdpbusd; otherwise the
+// windows depthwise.c has fp32 fast paths for run through them (the integer
+// sums are exact in float), the others on int16 planes of x - zx, two taps
+// per vpmaddwd on AVX-512, plain loops elsewhere; a channel's whole output is
+// requantized at once (qgemm_store_row).
 #include "models/cpu/depthwise.h"
 #include "models/cpu/qfast.h"
 
@@ -52,6 +54,7 @@ typedef struct dw_job {
     int64_t hp, wp;
     qgemm_out out;       // rows: channels of this image
     int64_t per;
+    bool vnni;           // through the byte kernel (dw_task_vnni)
     bool fp32;           // through the fp32 depthwise kernel (plan)
     nn_dw_plan plan;
 } dw_job;
@@ -183,6 +186,180 @@ T512DW static void dw_pairs_avx512(const int16_t *plane, int64_t hp,
 }
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+// AVX512-VNNI with VBMI: the bytes themselves, four taps of a kernel row per
+// vpdpbusd. The channel's plane is copied as bytes (uint8: int8 shifted by
+// 128) with the zero point in the padding; for 16 outputs, one 64-byte load
+// per kernel row and a vpermb make each output's four bytes (x[o s + 4q + t],
+// t < 4), multiplied by the row's weights w - zw (int8: the driver checked
+// that they fit; 0 past KW). Since x = (x - zx) + zx, the sum is the exact
+// sum over (x - zx)(w - zw) plus zx * sum(w - zw), which the bias takes off.
+#define T512VB __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+// Row r of the byte plane: the pad (zero point) everywhere, then the
+// image row's inner bytes (int8 flipped to uint8) at left. The fill runs
+// up to 63 bytes into the next row (written after it) or the slack.
+T512VB static void dw_byte_row(uint8_t *restrict d, int64_t wp, const uint8_t *restrict src, int64_t left,
+                               int64_t inner, __m512i pad, __m512i flip)
+{
+    for (int64_t i = 0; i < wp; i += 64)
+        _mm512_storeu_si512(d + i, pad);
+    if (!src)
+        return;
+    int64_t i = 0;
+    for (; i + 64 <= inner; i += 64)
+        _mm512_storeu_si512(d + left + i, _mm512_xor_si512(_mm512_loadu_si512(src + i), flip));
+    if (i < inner) {
+        __mmask64 k = (__mmask64)((1ull << (inner - i)) - 1);
+        _mm512_mask_storeu_epi8(d + left + i, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, src + i), flip));
+    }
+}
+
+// acc += u (uint8) . s (int8) by fours, in place (see qgemm.c's dpbusd512:
+// GCC copies the accumulators around the intrinsic's tied operand).
+T512VB static inline __m512i dw_dpbusd(__m512i acc, __m512i u, __m512i s)
+{
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+// Whether the byte kernel runs c's windows: strides 1 or 2 along the row
+// (16 outputs' bytes within one 64-byte load), no dilation.
+static bool dw_vnni_fits(const qconv_geom *c, qgemm_isa isa)
+{
+    const nn_window *w = &c->w;
+    __builtin_cpu_init();
+    return isa == QGEMM_AVX512VNNI && __builtin_cpu_supports("avx512vbmi") && (w->s[2] == 1 || w->s[2] == 2) &&
+           w->d[1] == 1 && w->d[2] == 1 && w->k[2] <= 8 && w->k[1] <= 8;
+}
+
+// Whether every w - zw fits int8 (the byte kernel's weights).
+static bool dw_weights_fit_int8(const qconv_geom *c, const reel_tensor *w, const reel_tensor *zw)
+{
+    bool ws = w->dtype == REEL_DTYPE_INT8;
+    int64_t taps = c->w.k[1] * c->w.k[2], nz = zw ? reel_tensor_count(zw->rank, zw->shape) : 0;
+    for (int64_t ch = 0; ch < c->C; ch++) {
+        int32_t z = !nz ? 0 : ws ? ((const int8_t *)zw->data)[nz == 1 ? 0 : ch] : ((const uint8_t *)zw->data)[nz == 1 ? 0 : ch];
+        for (int64_t t = 0; t < taps; t++) {
+            uint8_t b = ((const uint8_t *)w->data)[ch * taps + t];
+            int32_t v = (ws ? (int32_t)(int8_t)b : (int32_t)b) - z;
+            if (v < -128 || v > 127)
+                return false;
+        }
+    }
+    return true;
+}
+
+// Where a row's sums go: int32 (c32), or requantized into bytes (y) with
+// qgemm_requant1's arithmetic, 16 at a time.
+typedef struct dw_vstore {
+    int32_t *c32;
+    uint8_t *y;
+    __m512 mult, flo, fhi;
+    __m512i zp;
+} dw_vstore;
+
+// One output row oh: b + the sums over the taps, OW of them, to st at
+// element off; KH and NQ (quads per kernel row) constants in the common
+// cases.
+T512VB static inline __attribute__((always_inline)) void dw_vnni_row(const uint8_t *plane, int64_t wp, int64_t row0,
+                                                                     int64_t OW, int sw, int32_t b, const __m512i *wq,
+                                                                     const __m512i *idx, const dw_vstore *st,
+                                                                     int64_t off, const int KH, const int NQ)
+{
+    for (int64_t o0 = 0; o0 < OW; o0 += 16) {
+        __mmask16 k = OW - o0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (OW - o0)) - 1);
+        __m512i a = _mm512_set1_epi32(b), a2 = _mm512_setzero_si512();
+        for (int kh = 0; kh < KH; kh++) {
+            __m512i x = _mm512_loadu_si512(plane + (row0 + kh) * wp + o0 * sw);
+            for (int q = 0; q < NQ; q++) {
+                __m512i u = _mm512_permutexvar_epi8(idx[q], x);
+                if ((kh * NQ + q) % 2)
+                    a2 = dw_dpbusd(a2, u, wq[kh * NQ + q]);
+                else
+                    a = dw_dpbusd(a, u, wq[kh * NQ + q]);
+            }
+        }
+        __m512i v = _mm512_add_epi32(a, a2);
+        if (st->c32) {
+            _mm512_mask_storeu_epi32(st->c32 + off + o0, k, v);
+            continue;
+        }
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), st->mult);
+        f = _mm512_min_ps(_mm512_max_ps(f, st->flo), st->fhi);
+        // In [lo, hi]: the truncation to bytes is exact.
+        __m128i y = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), st->zp));
+        if (k == 0xffff)
+            _mm_storeu_si128((__m128i *)(st->y + off + o0), y);
+        else
+            _mm_mask_storeu_epi8(st->y + off + o0, k, y);
+    }
+}
+
+T512VB static void dw_task_vnni(const dw_job *j, int task)
+{
+    const qconv_geom *c = j->c;
+    const nn_window *w = &c->w;
+    int64_t KH = w->k[1], KW = w->k[2], OH = w->out[1], OW = w->out[2], H = w->in[1], W = w->in[2];
+    int64_t hp = j->hp, wp = j->wp, nz = j->zw ? reel_tensor_count(j->zw->rank, j->zw->shape) : 0;
+    int sw = (int)w->s[2], nq = (int)(KW + 3) / 4;
+    uint8_t flip = j->x_signed ? 0x80 : 0, pad = (uint8_t)(j->zx ^ flip);
+    int32_t zxu = pad; // the zero point as the plane holds it
+    // 128 bytes past the plane: the last rows' fill and loads run over.
+    uint8_t *plane = g_malloc((size_t)(hp * wp + 128));
+    memset(plane + hp * wp, pad, 128);
+    __m512i vpad = _mm512_set1_epi8((char)pad), vflip = _mm512_set1_epi8((char)flip);
+    __m512i idx[2];
+    for (int q = 0; q < 2; q++) {
+        uint8_t ix[64];
+        for (int i = 0; i < 64; i++)
+            ix[i] = (uint8_t)(i / 4 * sw + 4 * q + i % 4);
+        idx[q] = _mm512_loadu_si512(ix);
+    }
+    int64_t left = MIN(w->pb[2], wp), inner = MAX(0, MIN(W, wp - left));
+    for (int64_t ch = task * j->per; ch < MIN(c->C, (task + 1) * j->per); ch++) {
+        const uint8_t *xs = j->x + ch * H * W;
+        for (int64_t r = 0; r < hp; r++) {
+            int64_t ih = r - w->pb[1];
+            dw_byte_row(plane + r * wp, wp, ih < 0 || ih >= H ? NULL : xs + ih * W, left, inner, vpad, vflip);
+        }
+        int32_t z = !nz ? 0
+                  : j->w_signed ? ((const int8_t *)j->zw->data)[nz == 1 ? 0 : ch]
+                                : ((const uint8_t *)j->zw->data)[nz == 1 ? 0 : ch];
+        const uint8_t *wr = (const uint8_t *)j->w->data + ch * KH * KW;
+        __m512i wq[8 * 2];
+        uint32_t wsum = 0;
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int q = 0; q < nq; q++) {
+                uint32_t quad = 0;
+                for (int t = 0; t < 4 && 4 * q + t < KW; t++) {
+                    uint8_t b = wr[kh * KW + 4 * q + t];
+                    int32_t v = (j->w_signed ? (int32_t)(int8_t)b : (int32_t)b) - z;
+                    wsum += (uint32_t)v;
+                    quad |= (uint32_t)(uint8_t)v << (8 * t);
+                }
+                wq[kh * nq + q] = _mm512_set1_epi32((int32_t)quad);
+            }
+        int32_t b = (int32_t)((uint32_t)(j->bias ? j->bias[ch] : 0) - (uint32_t)zxu * wsum);
+        const qgemm_out *o = &j->out;
+        dw_vstore st = { .c32 = o->c32 ? o->c32 + ch * o->ldc : NULL,
+                         .y = o->c32 ? NULL : (uint8_t *)o->y + ch * o->ldc,
+                         .mult = _mm512_set1_ps(o->c32 ? 0 : o->mult[ch]), .flo = _mm512_set1_ps((float)(o->lo - o->zp)),
+                         .fhi = _mm512_set1_ps((float)(o->hi - o->zp)), .zp = _mm512_set1_epi32(o->zp) };
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t row0 = oh * w->s[1];
+            if (KH == 3 && nq == 1)
+                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, &st, oh * OW, 3, 1);
+            else if (KH == 5 && nq == 2)
+                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, &st, oh * OW, 5, 2);
+            else
+                dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, &st, oh * OW, (int)KH, nq);
+        }
+    }
+    g_free(plane);
+}
+#endif
+
 typedef void (*dw_row_fn)(const dw_row *r, int64_t oh, int32_t b, int32_t *acc);
 
 static dw_row_fn dw_row_for(qgemm_isa isa)
@@ -290,6 +467,12 @@ static void dw_task_fp32(const dw_job *j, int task)
 
 static void dw_task(void *arg, int task, int worker)
 {
+#if defined(__x86_64__) || defined(__i386__)
+    if (((const dw_job *)arg)->vnni) {
+        dw_task_vnni(arg, task);
+        return;
+    }
+#endif
     if (((const dw_job *)arg)->fp32) {
         dw_task_fp32(arg, task);
         return;
@@ -360,18 +543,20 @@ int qconv_depthwise(const qconv_geom *c, qgemm_isa isa, const reel_tensor *x, co
 {
     int64_t hp, wp;
     dw_plane_dims(c, &hp, &wp);
-    double *mult = q ? qconv_channel_mults(q, c->M, g_new(double, c->M)) : NULL;
+    float *mult = q ? qconv_channel_mults(q, c->M, g_new(float, c->M)) : NULL;
     bool xs = x->dtype == REEL_DTYPE_INT8;
     dw_job j = { .c = c, .isa = isa, .x_signed = xs, .w_signed = w->dtype == REEL_DTYPE_INT8,
                  .zx = zx ? (xs ? *(const int8_t *)zx->data : *(const uint8_t *)zx->data) : 0, .w = w, .zw = zw,
                  .bias = bias ? bias->data : NULL, .planes = ctx->scratch, .hp = hp, .wp = wp };
     j.per = MAX(1, c->C / (4 * threads_of(ctx)));
-    j.fp32 = c->w.k[1] * c->w.k[2] <= 25 && nn_dw_plan_init(&c->w, &j.plan);
+#if defined(__x86_64__) || defined(__i386__)
+    j.vnni = dw_vnni_fits(c, isa) && dw_weights_fit_int8(c, w, zw);
+#endif
+    j.fp32 = !j.vnni && c->w.k[1] * c->w.k[2] <= 25 && nn_dw_plan_init(&c->w, &j.plan);
     for (int64_t img = 0; img < c->N; img++) {
         j.x = (const uint8_t *)x->data + img * c->C * pin_of(c);
         j.out = (qgemm_out){ .ldc = c->P, .mult = mult, .zp = q ? q->zp : 0, .lo = q ? q->lo : 0,
-                             .hi = q ? q->hi : 0, .y_signed = q && q->dt == REEL_DTYPE_INT8,
-                             .mult_small = q && qgemm_mult_small(mult, c->M) };
+                             .hi = q ? q->hi : 0, .y_signed = q && q->dt == REEL_DTYPE_INT8 };
         if (q)
             j.out.y = (uint8_t *)Y + img * c->M * c->P;
         else

@@ -10,8 +10,8 @@
 #define QUANT_R REEL_TENSOR_MAX_RANK
 
 // Requantization of int32 sums: y = saturate(rint(acc * mult) + zp), with
-// mult = a_scale * b_scale / y_scale computed in float (as ONNX's reference
-// does) and the product in double (numpy promotes int32 * float32 there).
+// mult = a_scale * b_scale / y_scale and the product in float, as ONNX
+// Runtime computes both (qgemm_requant1).
 typedef struct requant {
     const float *mult;   // one per channel, or per tensor when n_mult is 1
     int64_t n_mult;
@@ -56,8 +56,8 @@ size_t qconv_depthwise_scratch(const qconv_geom *c);
 int qconv_depthwise(const qconv_geom *c, qgemm_isa isa, const reel_tensor *x, const reel_tensor *zx,
                     const reel_tensor *w, const reel_tensor *zw, const reel_tensor *bias, int32_t *Y32,
                     const requant *q, void *Y, const reel_exec_ctx *ctx);
-// q's multipliers in double, one per output channel, into dst[0..M).
-double *qconv_channel_mults(const requant *q, int64_t M, double *dst);
+// q's multipliers, one per output channel, into dst[0..M).
+float *qconv_channel_mults(const requant *q, int64_t M, float *dst);
 
 // MatMulInteger (q NULL) and QLinearMatMul (q's multipliers per column of
 // B or per tensor). b_const: B and its zero point are constants.

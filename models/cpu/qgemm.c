@@ -26,6 +26,37 @@ static inline int32_t load4(const uint8_t *p)
 
 // ---- Packing
 
+#ifdef QGEMM_X86
+// 64 columns of four rows into two 32-column panels (d0, d1: 128 bytes
+// each) and the columns' sums: bytes interleaved in 128-bit lanes, the
+// lanes transposed; each column's four bytes summed by a vpdpbusd with ones.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
+pack64_avx512(const uint8_t *const r[4], int64_t j, uint8_t *d0, uint8_t *d1, int32_t *sum, bool is_signed)
+{
+    __m512i a = _mm512_loadu_si512(r[0] + j), b = _mm512_loadu_si512(r[1] + j);
+    __m512i c = _mm512_loadu_si512(r[2] + j), e = _mm512_loadu_si512(r[3] + j);
+    __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+    __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
+    // q0..q3: in each lane L, columns 16 L + 4 i .. + 3 of qi.
+    __m512i q0 = _mm512_unpacklo_epi16(ab0, ce0), q1 = _mm512_unpackhi_epi16(ab0, ce0);
+    __m512i q2 = _mm512_unpacklo_epi16(ab1, ce1), q3 = _mm512_unpackhi_epi16(ab1, ce1);
+    __m512i t0 = _mm512_shuffle_i32x4(q0, q1, 0x44), t1 = _mm512_shuffle_i32x4(q2, q3, 0x44);
+    __m512i t2 = _mm512_shuffle_i32x4(q0, q1, 0xee), t3 = _mm512_shuffle_i32x4(q2, q3, 0xee);
+    __m512i o[4] = { _mm512_shuffle_i32x4(t0, t1, 0x88), _mm512_shuffle_i32x4(t0, t1, 0xdd),
+                     _mm512_shuffle_i32x4(t2, t3, 0x88), _mm512_shuffle_i32x4(t2, t3, 0xdd) };
+    _mm512_storeu_si512(d0, o[0]);
+    _mm512_storeu_si512(d0 + 64, o[1]);
+    _mm512_storeu_si512(d1, o[2]);
+    _mm512_storeu_si512(d1 + 64, o[3]);
+    __m512i ones = _mm512_set1_epi8(1);
+    for (int i = 0; i < 4; i++) {
+        __m512i s = _mm512_loadu_si512(sum + j + 16 * i);
+        s = is_signed ? _mm512_dpbusd_epi32(s, ones, o[i]) : _mm512_dpbusd_epi32(s, o[i], ones);
+        _mm512_storeu_si512(sum + j + 16 * i, s);
+    }
+}
+#endif
+
 void qgemm_pack_panels(int nr, int64_t K, int64_t n0, int64_t len, bool is_signed, qgemm_row_fn row, void *arg,
                        uint8_t *panels, int32_t *colsum)
 {
@@ -46,8 +77,17 @@ void qgemm_pack_panels(int nr, int64_t K, int64_t n0, int64_t len, bool is_signe
                     r[i] = buf[i];
                 }
             }
+            int64_t done = 0; // columns packed and summed by the AVX-512 path
+#ifdef QGEMM_X86
+            // Only AVX512-VNNI's panels are 32 columns wide.
+            if (nr == 32)
+                for (; done + 64 <= cl; done += 64) {
+                    uint8_t *d = panels + ((n0 + c0 + done) / nr * kq + q) * (int64_t)nr * 4;
+                    pack64_avx512(r, done, d, d + kq * nr * 4, sum, is_signed);
+                }
+#endif
             // Column j of this group goes to panel (c0 + j) / nr, slot j % nr.
-            for (int64_t j0 = 0; j0 < cl; j0 += nr) {
+            for (int64_t j0 = done; j0 < cl; j0 += nr) {
                 uint8_t *restrict d = panels + ((n0 + c0 + j0) / nr * kq + q) * (int64_t)nr * 4;
                 int64_t jl = cl - j0 < nr ? cl - j0 : nr;
                 const uint8_t *restrict r0 = r[0] + j0, *restrict r1 = r[1] + j0, *restrict r2 = r[2] + j0,
@@ -78,10 +118,10 @@ void qgemm_pack_panels(int nr, int64_t K, int64_t n0, int64_t len, bool is_signe
             // The padding rows are 0 and add nothing.
             int32_t *restrict s = sum;
             if (is_signed)
-                for (int64_t j = 0; j < cl; j++)
+                for (int64_t j = done; j < cl; j++)
                     s[j] += (int8_t)r[0][j] + (int8_t)r[1][j] + (int8_t)r[2][j] + (int8_t)r[3][j];
             else
-                for (int64_t j = 0; j < cl; j++)
+                for (int64_t j = done; j < cl; j++)
                     s[j] += r[0][j] + r[1][j] + r[2][j] + r[3][j];
         }
     }
@@ -101,15 +141,11 @@ static inline void correct_row(const qgemm_problem *p, const int32_t *t, int64_t
         c[j] = (int32_t)((uint32_t)t[j] - za * (uint32_t)cs[j] - (uint32_t)zb[j] * rr + bias);
 }
 
-// y = clamp(rint(acc * mult) + zp, lo, hi) as quant.c's reference does it
-// (the product in double, rounding half to even).
+// The requantization of qgemm_requant1, one value at a time.
 static void requant_generic(const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0)
 {
-    double zp = o->zp, lo = o->lo, hi = o->hi;
     for (int64_t j = 0; j < len; j++) {
-        double mult = o->mult_per_col ? o->mult[n0 + j] : o->mult[m];
-        double v = rint((double)acc[j] * mult) + zp;
-        v = v < lo ? lo : v > hi ? hi : v;
+        int32_t v = qgemm_requant1(acc[j], o->mult_per_col ? o->mult[n0 + j] : o->mult[m], o->zp, o->lo, o->hi);
         if (o->y_signed)
             ((int8_t *)o->y)[m * o->ldc + n0 + j] = (int8_t)v;
         else
@@ -127,30 +163,38 @@ static void store32(const qgemm_out *o, const int32_t *acc, int64_t len, int64_t
 #define T256 __attribute__((target("avx2,fma")))
 #define TVNNI __attribute__((target("avxvnni,avx2,fma")))
 
-// Four sums -> four clamped int32, the reference's arithmetic in double.
-T256 static inline __m128i requant4(__m128i v, __m256d mult, __m256d zp, __m256d lo, __m256d hi)
+// The float bounds of the clamp, lo - zp and hi - zp (qgemm_requant1).
+#define FLO(o) ((float)((o)->lo - (o)->zp))
+#define FHI(o) ((float)((o)->hi - (o)->zp))
+
+// Eight sums -> eight values in [lo, hi], qgemm_requant1's arithmetic.
+T256 static inline __m256i requant8(__m256i v, __m256 mult, __m256 flo, __m256 fhi, __m256i zp)
 {
-    __m256d d = _mm256_mul_pd(_mm256_cvtepi32_pd(v), mult);
-    d = _mm256_round_pd(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    d = _mm256_min_pd(_mm256_max_pd(_mm256_add_pd(d, zp), lo), hi);
-    return _mm256_cvtpd_epi32(d);
+    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), mult);
+    f = _mm256_min_ps(_mm256_max_ps(f, flo), fhi);
+    return _mm256_add_epi32(_mm256_cvtps_epi32(f), zp);
+}
+
+// Eight values in [-128, 255] to bytes at y (the packs are exact).
+T256 static inline void store8(const qgemm_out *o, uint8_t *y, __m256i r)
+{
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    __m128i b = o->y_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64((__m128i *)y, b);
 }
 
 T256 static void requant_avx2(const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0)
 {
-    __m256d zp = _mm256_set1_pd(o->zp), lo = _mm256_set1_pd(o->lo), hi = _mm256_set1_pd(o->hi);
-    __m256d mr = _mm256_set1_pd(o->mult[o->mult_per_col ? 0 : m]);
+    __m256 flo = _mm256_set1_ps(FLO(o)), fhi = _mm256_set1_ps(FHI(o));
+    __m256i zp = _mm256_set1_epi32(o->zp);
+    __m256 mr = _mm256_set1_ps(o->mult[o->mult_per_col ? 0 : m]);
     int64_t j = 0;
     for (; j + 8 <= len; j += 8) {
-        __m256d m0 = o->mult_per_col ? _mm256_loadu_pd(o->mult + n0 + j) : mr;
-        __m256d m1 = o->mult_per_col ? _mm256_loadu_pd(o->mult + n0 + j + 4) : mr;
-        __m128i a = requant4(_mm_loadu_si128((const __m128i *)(acc + j)), m0, zp, lo, hi);
-        __m128i b = requant4(_mm_loadu_si128((const __m128i *)(acc + j + 4)), m1, zp, lo, hi);
-        __m128i w = _mm_packs_epi32(a, b); // in [-128, 255]: exact
-        __m128i y = o->y_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-        _mm_storel_epi64((__m128i *)((uint8_t *)o->y + m * o->ldc + n0 + j), y);
+        __m256 mv = o->mult_per_col ? _mm256_loadu_ps(o->mult + n0 + j) : mr;
+        __m256i r = requant8(_mm256_loadu_si256((const __m256i *)(acc + j)), mv, flo, fhi, zp);
+        store8(o, (uint8_t *)o->y + m * o->ldc + n0 + j, r);
     }
-    if (j < len) // the last columns with the reference's arithmetic
+    if (j < len)
         requant_generic(o, acc + j, len - j, m, n0 + j);
 }
 
@@ -161,13 +205,14 @@ T256 static void finish_avx2(const qgemm_problem *p, const int32_t *T, int nr, i
                              int64_t n)
 {
     const qgemm_out *o = &p->out;
-    __m256d zp = _mm256_set1_pd(o->zp), lo = _mm256_set1_pd(o->lo), hi = _mm256_set1_pd(o->hi);
+    __m256 flo = _mm256_set1_ps(FLO(o)), fhi = _mm256_set1_ps(FHI(o));
+    __m256i zp = _mm256_set1_epi32(o->zp);
     int whole = cols / 8 * 8;
     for (int r = 0; r < rows; r++) {
         int64_t mr = m + r;
         int32_t za = p->a_zp[mr], rr = p->a_rr[mr], bias = o->bias ? o->bias[mr] : 0;
         __m256i vza = _mm256_set1_epi32(za), vrr = _mm256_set1_epi32(rr), vb = _mm256_set1_epi32(bias);
-        __m256d mrow = _mm256_set1_pd(o->c32 || o->mult_per_col ? 0 : o->mult[mr]);
+        __m256 mrow = _mm256_set1_ps(o->c32 || o->mult_per_col ? 0 : o->mult[mr]);
         const int32_t *t = T + r * nr;
         for (int c0 = 0; c0 < whole; c0 += 8) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(t + c0));
@@ -180,16 +225,8 @@ T256 static void finish_avx2(const qgemm_problem *p, const int32_t *T, int nr, i
                 _mm256_storeu_si256((__m256i *)(o->c32 + mr * o->ldc + n + c0), v);
                 continue;
             }
-            __m256d m0 = mrow, m1 = mrow;
-            if (o->mult_per_col) {
-                m0 = _mm256_loadu_pd(o->mult + n + c0);
-                m1 = _mm256_loadu_pd(o->mult + n + c0 + 4);
-            }
-            __m128i a = requant4(_mm256_castsi256_si128(v), m0, zp, lo, hi);
-            __m128i b = requant4(_mm256_extracti128_si256(v, 1), m1, zp, lo, hi);
-            __m128i w = _mm_packs_epi32(a, b); // in [-128, 255]: exact
-            __m128i y = o->y_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-            _mm_storel_epi64((__m128i *)((uint8_t *)o->y + mr * o->ldc + n + c0), y);
+            __m256 mv = o->mult_per_col ? _mm256_loadu_ps(o->mult + n + c0) : mrow;
+            store8(o, (uint8_t *)o->y + mr * o->ldc + n + c0, requant8(v, mv, flo, fhi, zp));
         }
         if (whole < cols) {
             int32_t c[8];
@@ -202,8 +239,13 @@ T256 static void finish_avx2(const qgemm_problem *p, const int32_t *T, int nr, i
     }
 }
 
-T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi,
-                                        bool small);
+// 16 sums -> 16 values in [lo, hi], qgemm_requant1's arithmetic.
+T512 static inline __m512i requant16(__m512i v, __m512 mult, __m512 flo, __m512 fhi, __m512i zp)
+{
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), mult);
+    f = _mm512_min_ps(_mm512_max_ps(f, flo), fhi);
+    return _mm512_add_epi32(_mm512_cvtps_epi32(f), zp);
+}
 
 // 16 values in range to bytes (truncation is exact): vpmovdb into a
 // register, then a plain store where all 16 go (vpmovdb to memory is slow
@@ -221,45 +263,20 @@ T512 static inline void store16(const qgemm_out *o, uint8_t *y, __mmask16 k, int
 
 T512 static void requant_avx512(const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0)
 {
-    __m512i izp = _mm512_set1_epi32(o->zp), ilo = _mm512_set1_epi32(o->lo), ihi = _mm512_set1_epi32(o->hi);
-    __m512d mr = _mm512_set1_pd(o->mult[o->mult_per_col ? 0 : m]);
+    __m512 flo = _mm512_set1_ps(FLO(o)), fhi = _mm512_set1_ps(FHI(o));
+    __m512i zp = _mm512_set1_epi32(o->zp);
+    __m512 mr = _mm512_set1_ps(o->mult[o->mult_per_col ? 0 : m]);
     uint8_t *y = (uint8_t *)o->y + m * o->ldc + n0;
     for (int64_t j = 0; j < len; j += 16) {
         int64_t n = len - j < 16 ? len - j : 16;
         __mmask16 k = (__mmask16)((1u << n) - 1);
-        __mmask8 k0 = (__mmask8)k, k1 = (__mmask8)(k >> 8);
-        __m512d m0 = mr, m1 = mr;
-        if (o->mult_per_col) {
-            m0 = _mm512_maskz_loadu_pd(k0, o->mult + n0 + j);
-            m1 = _mm512_maskz_loadu_pd(k1, o->mult + n0 + j + 8);
-        }
+        __m512 mv = o->mult_per_col ? _mm512_maskz_loadu_ps(k, o->mult + n0 + j) : mr;
         __m512i v = _mm512_maskz_loadu_epi32(k, acc + j);
-        __m512i r = o->mult_small ? requant16_512(v, m0, m1, izp, ilo, ihi, true)
-                                  : requant16_512(v, m0, m1, izp, ilo, ihi, false);
-        store16(o, y + j, k, n, r);
+        store16(o, y + j, k, n, requant16(v, mv, flo, fhi, zp));
     }
 }
 #endif
 
-#ifdef QGEMM_X86
-// 16 sums -> 16 clamped values: the product in double and rounded half to
-// even by vcvtpd2dq (the default rounding mode) after a clamp to +-2^30,
-// beyond which every output saturates anyway; then + zp and the clamp.
-T512 static inline __m512i requant16_512(__m512i v, __m512d m0, __m512d m1, __m512i zp, __m512i lo, __m512i hi,
-                                        bool small)
-{
-    __m512d big = _mm512_set1_pd(1073741824.0), nbig = _mm512_set1_pd(-1073741824.0);
-    __m512d d0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), m0);
-    __m512d d1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), m1);
-    if (!small) {
-        d0 = _mm512_min_pd(_mm512_max_pd(d0, nbig), big);
-        d1 = _mm512_min_pd(_mm512_max_pd(d1, nbig), big);
-    }
-    __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)), _mm512_cvtpd_epi32(d1), 1);
-    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
-}
-
-#endif
 
 typedef void (*requant_fn)(const qgemm_out *o, const int32_t *acc, int64_t len, int64_t m, int64_t n0);
 
@@ -279,8 +296,9 @@ static requant_fn requant_for(qgemm_isa isa)
 T512 static void store_f32_avx512(const qgemm_out *o, const float *acc, int64_t len, int64_t m, int64_t n0,
                                   int32_t bias)
 {
-    __m512i zp = _mm512_set1_epi32(o->zp), lo = _mm512_set1_epi32(o->lo), hi = _mm512_set1_epi32(o->hi);
-    __m512d mr = _mm512_set1_pd(o->c32 || o->mult_per_col ? 0 : o->mult[m]);
+    __m512 flo = _mm512_set1_ps(FLO(o)), fhi = _mm512_set1_ps(FHI(o));
+    __m512i zp = _mm512_set1_epi32(o->zp);
+    __m512 mr = _mm512_set1_ps(o->c32 || o->mult_per_col ? 0 : o->mult[m]);
     __m512i b = _mm512_set1_epi32(bias);
     for (int64_t j = 0; j < len; j += 16) {
         int64_t n = len - j < 16 ? len - j : 16;
@@ -291,8 +309,7 @@ T512 static void store_f32_avx512(const qgemm_out *o, const float *acc, int64_t 
             _mm512_mask_storeu_epi32(o->c32 + m * o->ldc + n0 + j, k, v);
             continue;
         }
-        __m512i r = o->mult_small ? requant16_512(v, mr, mr, zp, lo, hi, true) : requant16_512(v, mr, mr, zp, lo, hi, false);
-        store16(o, (uint8_t *)o->y + m * o->ldc + n0 + j, k, n, r);
+        store16(o, (uint8_t *)o->y + m * o->ldc + n0 + j, k, n, requant16(v, mr, flo, fhi, zp));
     }
 }
 #endif
@@ -463,41 +480,29 @@ TVNNI static void dot_avxvnni(const uint8_t *A, size_t lda, const uint8_t *B, in
 // The store of one vector of sums of row m, columns n.. (mask k): the
 // zero-point corrections (per-row constants hoisted by the caller: rc =
 // bias - zb * (rowsum - K za) when zb is one value), requantization.
+// The store's constants: the tile's (zp, flo, fhi) and the row's (za, rr,
+// rc, mult), passed by value so that they stay in registers.
 typedef struct row_consts {
-    __m512i za, rr, rc;
-    __m512d mult;
+    __m512i za, rr, rc, zp;
+    __m512 mult, flo, fhi;
 } row_consts;
 
 T512 static inline __attribute__((always_inline)) void store_vec(const qgemm_problem *p, __m512i v, int64_t m,
                                                                  int64_t n, __mmask16 k, int len,
-                                                                 const row_consts *rcs, bool zb_one, bool za_zero,
-                                                                 bool small)
+                                                                 const row_consts rcs, bool zb_one, bool za_zero)
 {
     const qgemm_out *o = &p->out;
     if (!za_zero)
-        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_sum + n), rcs->za));
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_sum + n), rcs.za));
     if (!zb_one)
-        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_zp + n), rcs->rr));
-    v = _mm512_add_epi32(v, rcs->rc);
+        v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(k, p->b_zp + n), rcs.rr));
+    v = _mm512_add_epi32(v, rcs.rc);
     if (o->c32) {
         _mm512_mask_storeu_epi32(o->c32 + m * o->ldc + n, k, v);
         return;
     }
-    __m512d m0 = rcs->mult, m1 = rcs->mult;
-    if (o->mult_per_col) {
-        m0 = _mm512_maskz_loadu_pd((__mmask8)k, o->mult + n);
-        m1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), o->mult + n + 8);
-    }
-    __m512d d0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), m0);
-    __m512d d1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), m1);
-    if (!small) { // beyond +-2^30 every output saturates; vcvtpd2dq would overflow
-        __m512d big = _mm512_set1_pd(1073741824.0), nbig = _mm512_set1_pd(-1073741824.0);
-        d0 = _mm512_min_pd(_mm512_max_pd(d0, nbig), big);
-        d1 = _mm512_min_pd(_mm512_max_pd(d1, nbig), big);
-    }
-    __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)), _mm512_cvtpd_epi32(d1), 1);
-    r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, _mm512_set1_epi32(o->zp)), _mm512_set1_epi32(o->lo)),
-                         _mm512_set1_epi32(o->hi));
+    __m512 mv = o->mult_per_col ? _mm512_maskz_loadu_ps(k, o->mult + n) : rcs.mult;
+    __m512i r = requant16(v, mv, rcs.flo, rcs.fhi, rcs.zp);
     store16(o, (uint8_t *)o->y + m * o->ldc + n, k, len, r);
 }
 
@@ -524,19 +529,20 @@ T512 static inline __attribute__((always_inline)) void tile_avx512_body(const qg
         }
     }
     const qgemm_out *o = &p->out;
-    bool zb_one = p->b_zp_one, small = o->mult_small;
+    bool zb_one = p->b_zp_one;
     int l0 = cols < 16 ? cols : 16, l1 = cols - 16;
     __mmask16 k0 = (__mmask16)((1u << l0) - 1), k1 = l1 > 0 ? (__mmask16)((1u << l1) - 1) : 0;
+    row_consts rc = { .zp = _mm512_set1_epi32(o->zp), .flo = _mm512_set1_ps(FLO(o)), .fhi = _mm512_set1_ps(FHI(o)) };
     for (int r = 0; r < rows; r++) {
         int64_t mr = m + r;
         int32_t za = p->a_zp[mr], rr = p->a_rr[mr], bias = o->bias ? o->bias[mr] : 0;
-        row_consts rc = { _mm512_set1_epi32(za), _mm512_set1_epi32(rr),
-                          _mm512_set1_epi32((int32_t)((uint32_t)bias - (zb_one ? (uint32_t)p->b_zp[0] * (uint32_t)rr : 0))),
-                          _mm512_set1_pd(o->c32 || o->mult_per_col ? 0 : o->mult[mr]) };
+        rc.za = _mm512_set1_epi32(za), rc.rr = _mm512_set1_epi32(rr);
+        rc.rc = _mm512_set1_epi32((int32_t)((uint32_t)bias - (zb_one ? (uint32_t)p->b_zp[0] * (uint32_t)rr : 0)));
+        rc.mult = _mm512_set1_ps(o->c32 || o->mult_per_col ? 0 : o->mult[mr]);
         bool za_zero = za == 0;
-        store_vec(p, c[r][0], mr, n, k0, l0, &rc, zb_one, za_zero, small);
+        store_vec(p, c[r][0], mr, n, k0, l0, rc, zb_one, za_zero);
         if (np > 1 && l1 > 0)
-            store_vec(p, c[r][1], mr, n + 16, k1, l1, &rc, zb_one, za_zero, small);
+            store_vec(p, c[r][1], mr, n + 16, k1, l1, rc, zb_one, za_zero);
     }
 }
 
@@ -645,14 +651,6 @@ qgemm_isa qgemm_isa_current(void)
 void qgemm_isa_force(qgemm_isa isa)
 {
     atomic_store_explicit(&chosen, qgemm_isa_supported(isa) ? (int)isa : (int)choose(), memory_order_relaxed);
-}
-
-bool qgemm_mult_small(const double *mult, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs(mult[i]) < 0.25))
-            return false;
-    return true;
 }
 
 // ---- The driver

@@ -22,6 +22,7 @@
 #ifndef REEL_MODELS_CPU_QGEMM_H
 #define REEL_MODELS_CPU_QGEMM_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,14 +73,23 @@ typedef struct qgemm_out {
     bool y_signed;
     int64_t ldc;             // row stride of c32 / y, in elements
     const int32_t *bias;     // per row of C, or NULL
-    const double *mult;      // requantization multiplier: per row, or per column when mult_per_col
+    const float *mult;       // requantization multiplier: per row, or per column when mult_per_col
     bool mult_per_col;
     int32_t zp, lo, hi;      // output zero point, clamp (saturation and a fused Relu/Clip)
-    bool mult_small;         // every |mult| < 0.25: no product reaches 2^30 (qgemm_mult_small)
 } qgemm_out;
 
-// Whether every multiplier of mult[0..n) is below 0.25 in magnitude.
-bool qgemm_mult_small(const double *mult, int64_t n);
+// One sum requantized as ONNX Runtime's MlasRequantizeOutput does it, which
+// every kernel set and quant.c's reference follow: the sum (bias included)
+// to float, times the float multiplier, clamped in float to [lo - zp,
+// hi - zp] (maxps/minps: NaN gives the lower bound), rounded half to even
+// (cvtps2dq), plus the zero point.
+static inline int32_t qgemm_requant1(int32_t acc, float mult, int32_t zp, int32_t lo, int32_t hi)
+{
+    float v = (float)acc * mult, flo = (float)(lo - zp), fhi = (float)(hi - zp);
+    v = v > flo ? v : flo;
+    v = v < fhi ? v : fhi;
+    return (int32_t)nearbyintf(v) + zp;
+}
 
 typedef struct qgemm_problem {
     const uint8_t *a;        // rows of lda bytes (Kp of them valid, padding 0)

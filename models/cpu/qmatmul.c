@@ -76,8 +76,8 @@ typedef struct mm_job {
     int32_t *C;
     const requant *q;
     void *Y;
-    const double *mult;
-    bool mult_small, zb_one;
+    const float *mult;
+    bool zb_one;
     int64_t m_per, m_tasks, n_per, n_tasks;
 } mm_job;
 
@@ -100,7 +100,6 @@ static void mm_task(void *arg, int task, int worker)
         p.out.y_signed = j->q->dt == REEL_DTYPE_INT8;
         p.out.mult = j->mult, p.out.mult_per_col = true;
         p.out.zp = j->q->zp, p.out.lo = j->q->lo, p.out.hi = j->q->hi;
-        p.out.mult_small = j->mult_small;
     } else {
         p.out.c32 = j->C + t * m->M * m->N;
     }
@@ -149,16 +148,15 @@ int qmm_fast(const qmm_geom *m, const reel_tensor *a, const reel_tensor *za, con
         azp[r] = z;
         arr[r] = (int32_t)(sum - (uint32_t)m->K * (uint32_t)z);
     }
-    double *mult = NULL;
+    float *mult = NULL;
     if (q) {
-        mult = (double *)(((uintptr_t)rest + 7) & ~(uintptr_t)7);
+        mult = (float *)(((uintptr_t)rest + 7) & ~(uintptr_t)7);
         for (int64_t n = 0; n < m->N; n++)
             mult[n] = q->mult[q->n_mult == 1 ? 0 : n];
     }
     int64_t threads = ctx->workers ? ctx->threads : 1;
     mm_job j = { .m = m, .isa = isa, .bp = bp, .a = A, .azp = azp, .arr = arr, .C = C, .q = q, .Y = Y,
                  .mult = mult };
-    j.mult_small = mult && qgemm_mult_small(mult, m->N);
     j.zb_one = !zb || reel_tensor_count(zb->rank, zb->shape) <= 1;
     // Rows in blocks of 8; columns split too when the rows are few.
     j.m_tasks = MAX(1, MIN((m->M + 7) / 8, 4 * threads));

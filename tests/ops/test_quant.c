@@ -803,6 +803,68 @@ static void isa_conv(void **state)
     expect_isas_match(&c3, 9, in3, "QLinearConv 3-D");
 }
 
+// Depthwise convs whose weights less their zero points fit int8 (the
+// symmetric int8 weights of real models, uint8 ones around 128): the byte
+// kernel of AVX512-VNNI with VBMI runs them; strides 1 and 2 each way, 3x3
+// to 7x7, pads, rows shorter and longer than a vector (and narrow enough
+// for several to a vector), int8 and uint8 x.
+static void isa_depthwise_bytes(void **state)
+{
+    (void)state;
+#define SH(N_, C_, H_, W_, KH_, KW_, sh_, sw_, ph_, pw_)                                                          \
+    { .N = N_, .C = C_, .H = H_, .W = W_, .M = C_, .KH = KH_, .KW = KW_, .G = C_, .sh = sh_, .sw = sw_, .dh = 1,     \
+      .dw = 1, .ph = ph_, .pw = pw_ }
+    qconv_case cases[] = {
+        { SH(1, 24, 20, 37, 3, 3, 1, 1, 1, 1), 0, 1, 0, true, true, "Relu" },
+        { SH(2, 16, 23, 40, 3, 3, 2, 2, 1, 1), 1, 0, 1, true, true, NULL },
+        { SH(1, 8, 14, 13, 5, 5, 1, 1, 2, 2), 1, 1, 0, false, true, "Clip" },
+        { SH(1, 8, 17, 35, 5, 5, 2, 2, 2, 2), 0, 0, 0, true, false, NULL },
+        { SH(1, 5, 7, 7, 3, 3, 1, 1, 0, 0), 0, 1, 1, true, true, NULL },
+        { SH(1, 6, 9, 70, 3, 3, 1, 2, 1, 1), 1, 1, 1, true, true, NULL },
+        { SH(1, 4, 12, 19, 7, 7, 1, 1, 3, 3), 0, 1, 0, true, true, NULL },
+        // Rows narrower than half a vector, several to a vector.
+        { SH(1, 12, 7, 7, 3, 3, 1, 1, 1, 1), 0, 1, 0, true, true, "Relu" },
+        { SH(2, 9, 14, 14, 3, 3, 2, 2, 1, 1), 1, 1, 1, true, true, NULL },
+        { SH(1, 6, 9, 8, 5, 5, 1, 1, 2, 2), 0, 0, 0, true, true, NULL },
+        { SH(1, 5, 11, 4, 3, 3, 1, 1, 1, 1), 1, 1, 0, false, true, NULL },
+    };
+#undef SH
+    unsigned seed = 900;
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        qconv_case *k = &cases[ci];
+        conv_shape *s = &k->s;
+        conv_shape_out(s);
+        const int64_t xsh[] = { s->N, s->C, s->H, s->W }, wsh[] = { s->M, 1, s->KH, s->KW };
+        int64_t nz = k->per_channel ? s->M : 0;
+        // w in [-60, 60] less a zero point in [-40, 40]; uint8: [60, 200] less [90, 170].
+        reel_tensor *w = random_tensor(q8(k->ws), 4, wsh, seed + 2, k->ws ? -60 : 60, k->ws ? 60 : 200);
+        reel_tensor *in[9] = {
+            q8_random(k->xs, 4, xsh, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(k->xs, 0, seed + 1), w,
+            k->per_channel ? random_tensor(REEL_DTYPE_FLOAT32, 1, &s->M, seed + 3, 0.001, 0.01)
+                           : scalar(REEL_DTYPE_FLOAT32, 0.004),
+            q8_zero_points(k->ws, nz, seed + 4), scalar(REEL_DTYPE_FLOAT32, 0.03 * sqrt((double)(s->KH * s->KW))),
+            q8_zero_points(k->ys, 0, seed + 5),
+            k->bias ? random_tensor(REEL_DTYPE_INT32, 1, &s->M, seed + 6, -20000, 20000) : NULL };
+        seed += 7; // the initializers' order is unspecified: each its own seed
+        opcall c = { .op = "QLinearConv", .n_out = 1, .fused = k->fused, .fused_a = -0.5f, .fused_b = 0.7f };
+        int64_t store[8];
+        conv_attrs(&c, s, store);
+        char what[96];
+        snprintf(what, sizeof what, "depthwise case %zu (%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT ", stride %"
+                 G_GINT64_FORMAT "x%" G_GINT64_FORMAT ")", ci, s->KH, s->KW, s->sh, s->sw);
+        expect_isas_match(&c, 9, in, what);
+
+        reel_tensor *ii[4] = { q8_random(k->xs, 4, xsh, seed + 0),
+                               random_tensor(q8(k->ws), 4, wsh, seed + 1, k->ws ? -60 : 60, k->ws ? 60 : 200),
+                               q8_zero_points(k->xs, 0, seed + 2), q8_zero_points(k->ws, nz, seed + 3) };
+        seed += 4;
+        opcall cc = { .op = "ConvInteger", .n_out = 1 };
+        conv_attrs(&cc, s, store);
+        snprintf(what, sizeof what, "depthwise ConvInteger case %zu", ci);
+        expect_isas_match(&cc, 4, ii, what);
+    }
+}
+
 // A layer of a small detector at a low resolution: 3x3, 32 to 32 channels
 // at 80x80, uint8, QLinearConv; prints the time (checked above on smaller shapes).
 static void qlinear_conv_timing(void **state)
@@ -844,6 +906,7 @@ int main(void)
         cmocka_unit_test(qlinear_fused_clamp),
         cmocka_unit_test(isa_matmul),
         cmocka_unit_test(isa_conv),
+        cmocka_unit_test(isa_depthwise_bytes),
         cmocka_unit_test(qlinear_conv_timing),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
