@@ -3,7 +3,9 @@
 # (calibrated on a folder of PNG frames) and BlazeFace (calibrated on a clip
 # of scripts/make-faces-clip), each written as a QDQ model that
 #   (a) ONNX Runtime and reel both load and run on real frames;
-#   (b) reel runs as ONNX Runtime does: every quantized tensor equal up to the
+#   (b) reel folds the QDQ chains into integer ops and its outputs equal ONNX
+#       Runtime's within 1e-4 of their scale; with every quantized tensor an
+#       output too (nothing folds then), every quantized tensor equal up to the
 #       first that differs (rounding of float sums at a half step), and that
 #       one within one quantization step (tests/models/compare_qdq.py);
 #   (c) for BlazeFace, in the face pipeline on the demo clip, finds the same
@@ -55,6 +57,15 @@ both() {
   else
     bad "$name: the quantized model did not run in both reel and ONNX Runtime"
     return
+  fi
+  # The model as written: reel folds its QDQ chains into integer ops, as ONNX
+  # Runtime does, and then computes what ORT computes, integer for integer;
+  # only the float nodes after the last quantized tensor sum in another order.
+  if "$reel" model info "$model" | grep -qE "qdq: [1-9][0-9]* nodes folded" &&
+     $py "$src/tests/models/compare_npy.py" "$dir/reel" "$dir/ort" 1e-4; then
+    ok
+  else
+    bad "$name: reel's folded run differs from ONNX Runtime's by more than 1e-4 of an output's scale (or nothing folded)"
   fi
   # Every quantized tensor an output too, to see where the runs part.
   $py "$src/tests/models/compare_qdq.py" expose "$model" "$dir/all.onnx"
