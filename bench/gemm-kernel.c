@@ -17,6 +17,7 @@
 
 #include "models/cpu/blas.h"
 #include "models/cpu/microgemm.h"
+#include "clock.h"
 
 typedef struct shape {
     int M, K, N;
@@ -32,25 +33,6 @@ typedef struct job {
     const float *A, *B, *bias;
     float *C;
 } job;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void run_ours(const job *j)
 {
