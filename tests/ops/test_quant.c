@@ -842,6 +842,9 @@ static void isa_depthwise_bytes(void **state)
         { SH(2, 9, 14, 14, 3, 3, 2, 2, 1, 1), 1, 1, 1, true, true, NULL },
         { SH(1, 6, 9, 8, 5, 5, 1, 1, 2, 2), 0, 0, 0, true, true, NULL },
         { SH(1, 5, 11, 4, 3, 3, 1, 1, 1, 1), 1, 1, 0, false, true, NULL },
+        // Two rows of at most 8 outputs to a vector, 7x7 kernels (two quads per kernel row).
+        { SH(1, 4, 9, 6, 7, 7, 1, 1, 3, 3), 0, 1, 0, true, true, "Relu" },
+        { SH(1, 3, 10, 11, 7, 7, 2, 2, 3, 3), 1, 0, 1, true, false, NULL },
     };
 #undef SH
     unsigned seed = 900;
