@@ -238,6 +238,13 @@ static bool dw_weights_fit_int8(const qconv_geom *c, const reel_tensor *w, const
 {
     bool ws = w->dtype == REEL_DTYPE_INT8;
     int64_t taps = c->w.k[1] * c->w.k[2], nz = zw ? reel_tensor_count(zw->rank, zw->shape) : 0;
+    // Symmetric int8 weights (every zero point 0) fit as they are: no scan
+    // of the weights on each run.
+    bool zero = true;
+    for (int64_t i = 0; i < nz && zero; i++)
+        zero = ((const uint8_t *)zw->data)[i] == 0;
+    if (ws && zero)
+        return true;
     for (int64_t ch = 0; ch < c->C; ch++) {
         int32_t z = !nz ? 0 : ws ? ((const int8_t *)zw->data)[nz == 1 ? 0 : ch] : ((const uint8_t *)zw->data)[nz == 1 ? 0 : ch];
         for (int64_t t = 0; t < taps; t++) {
