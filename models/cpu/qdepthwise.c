@@ -238,6 +238,13 @@ static bool dw_weights_fit_int8(const qconv_geom *c, const reel_tensor *w, const
 {
     bool ws = w->dtype == REEL_DTYPE_INT8;
     int64_t taps = c->w.k[1] * c->w.k[2], nz = zw ? reel_tensor_count(zw->rank, zw->shape) : 0;
+    // Symmetric int8 weights (every zero point 0) fit as they are: no scan
+    // of the weights on each run.
+    bool zero = true;
+    for (int64_t i = 0; i < nz && zero; i++)
+        zero = ((const uint8_t *)zw->data)[i] == 0;
+    if (ws && zero)
+        return true;
     for (int64_t ch = 0; ch < c->C; ch++) {
         int32_t z = !nz ? 0 : ws ? ((const int8_t *)zw->data)[nz == 1 ? 0 : ch] : ((const uint8_t *)zw->data)[nz == 1 ? 0 : ch];
         for (int64_t t = 0; t < taps; t++) {
@@ -258,6 +265,23 @@ typedef struct dw_vstore {
     __m512 mult, flo, fhi;
     __m512i zp;
 } dw_vstore;
+
+// 16 sums (mask k) to st at element off.
+T512VB static inline void dw_vstore16(const dw_vstore *st, int64_t off, __mmask16 k, __m512i v)
+{
+    if (st->c32) {
+        _mm512_mask_storeu_epi32(st->c32 + off, k, v);
+        return;
+    }
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), st->mult);
+    f = _mm512_min_ps(_mm512_max_ps(f, st->flo), st->fhi);
+    // In [lo, hi]: the truncation to bytes is exact.
+    __m128i y = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), st->zp));
+    if (k == 0xffff)
+        _mm_storeu_si128((__m128i *)(st->y + off), y);
+    else
+        _mm_mask_storeu_epi8(st->y + off, k, y);
+}
 
 // One output row oh: b + the sums over the taps, OW of them, to st at
 // element off; KH and NQ (quads per kernel row) constants in the common
@@ -280,20 +304,35 @@ T512VB static inline __attribute__((always_inline)) void dw_vnni_row(const uint8
                     a = dw_dpbusd(a, u, wq[kh * NQ + q]);
             }
         }
-        __m512i v = _mm512_add_epi32(a, a2);
-        if (st->c32) {
-            _mm512_mask_storeu_epi32(st->c32 + off + o0, k, v);
-            continue;
-        }
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), st->mult);
-        f = _mm512_min_ps(_mm512_max_ps(f, st->flo), st->fhi);
-        // In [lo, hi]: the truncation to bytes is exact.
-        __m128i y = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), st->zp));
-        if (k == 0xffff)
-            _mm_storeu_si128((__m128i *)(st->y + off + o0), y);
-        else
-            _mm_mask_storeu_epi8(st->y + off + o0, k, y);
+        dw_vstore16(st, off + o0, k, _mm512_add_epi32(a, a2));
     }
+}
+
+// Two output rows oh and oh + 1 of at most 8 outputs each in one vector:
+// their bytes from two 32-byte loads (rows row0 + kh and rstep bytes
+// further), idx2 giving the first row's outputs lanes [0, OW) and the
+// second's [OW, 2 OW), which is where they go in the output (off).
+T512VB static inline __attribute__((always_inline)) void dw_vnni_rowpair(const uint8_t *plane, int64_t wp,
+                                                                         int64_t row0, int64_t rstep, int64_t OW,
+                                                                         int32_t b, const __m512i *wq,
+                                                                         const __m512i *idx2, const dw_vstore *st,
+                                                                         int64_t off, const int KH, const int NQ)
+{
+    __mmask16 k = (__mmask16)((1u << (2 * OW)) - 1);
+    __m512i a = _mm512_set1_epi32(b), a2 = _mm512_setzero_si512();
+    for (int kh = 0; kh < KH; kh++) {
+        const uint8_t *r = plane + (row0 + kh) * wp;
+        __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)r)),
+                                       _mm256_loadu_si256((const __m256i *)(r + rstep)), 1);
+        for (int q = 0; q < NQ; q++) {
+            __m512i u = _mm512_permutexvar_epi8(idx2[q], x);
+            if ((kh * NQ + q) % 2)
+                a2 = dw_dpbusd(a2, u, wq[kh * NQ + q]);
+            else
+                a = dw_dpbusd(a, u, wq[kh * NQ + q]);
+        }
+    }
+    dw_vstore16(st, off, k, _mm512_add_epi32(a, a2));
 }
 
 T512VB static void dw_task_vnni(const dw_job *j, int task)
@@ -315,6 +354,16 @@ T512VB static void dw_task_vnni(const dw_job *j, int task)
         for (int i = 0; i < 64; i++)
             ix[i] = (uint8_t)(i / 4 * sw + 4 * q + i % 4);
         idx[q] = _mm512_loadu_si512(ix);
+    }
+    // Rows of at most 8 outputs go two to a vector (dw_vnni_rowpair): the
+    // small late layers (7x7) would fill under half of each.
+    bool pairs = 2 * OW <= 16;
+    __m512i idx2[2];
+    for (int q = 0; q < 2 && pairs; q++) {
+        uint8_t ix[64] = { 0 };
+        for (int i = 0; i < 4 * 2 * OW; i++)
+            ix[i] = (uint8_t)((i / 4 < OW ? 0 : 32) + i / 4 % OW * sw + 4 * q + i % 4);
+        idx2[q] = _mm512_loadu_si512(ix);
     }
     int64_t left = MIN(w->pb[2], wp), inner = MAX(0, MIN(W, wp - left));
     for (int64_t ch = task * j->per; ch < MIN(c->C, (task + 1) * j->per); ch++) {
@@ -346,7 +395,17 @@ T512VB static void dw_task_vnni(const dw_job *j, int task)
                          .y = o->c32 ? NULL : (uint8_t *)o->y + ch * o->ldc,
                          .mult = _mm512_set1_ps(o->c32 ? 0 : o->mult[ch]), .flo = _mm512_set1_ps((float)(o->lo - o->zp)),
                          .fhi = _mm512_set1_ps((float)(o->hi - o->zp)), .zp = _mm512_set1_epi32(o->zp) };
-        for (int64_t oh = 0; oh < OH; oh++) {
+        int64_t oh = 0;
+        for (; pairs && oh + 2 <= OH; oh += 2) {
+            int64_t row0 = oh * w->s[1], rstep = w->s[1] * wp;
+            if (KH == 3 && nq == 1)
+                dw_vnni_rowpair(plane, wp, row0, rstep, OW, b, wq, idx2, &st, oh * OW, 3, 1);
+            else if (KH == 5 && nq == 2)
+                dw_vnni_rowpair(plane, wp, row0, rstep, OW, b, wq, idx2, &st, oh * OW, 5, 2);
+            else
+                dw_vnni_rowpair(plane, wp, row0, rstep, OW, b, wq, idx2, &st, oh * OW, (int)KH, nq);
+        }
+        for (; oh < OH; oh++) {
             int64_t row0 = oh * w->s[1];
             if (KH == 3 && nq == 1)
                 dw_vnni_row(plane, wp, row0, OW, sw, b, wq, idx, &st, oh * OW, 3, 1);

@@ -511,7 +511,7 @@ T512 static inline __attribute__((always_inline)) void store_vec(const qgemm_pro
 // leaving the registers.
 T512 static inline __attribute__((always_inline)) void tile_avx512_body(const qgemm_problem *p, int64_t m, int64_t n,
                                                                         int cols, const int rows, const int np,
-                                                                        const bool a_unsigned)
+                                                                        const bool a_unsigned, const bool plain)
 {
     const uint8_t *A = p->a + m * p->lda, *B = p->b + n / 32 * p->kq * 128;
     size_t lda = p->lda;
@@ -533,6 +533,27 @@ T512 static inline __attribute__((always_inline)) void tile_avx512_body(const qg
     int l0 = cols < 16 ? cols : 16, l1 = cols - 16;
     __mmask16 k0 = (__mmask16)((1u << l0) - 1), k1 = l1 > 0 ? (__mmask16)((1u << l1) - 1) : 0;
     row_consts rc = { .zp = _mm512_set1_epi32(o->zp), .flo = _mm512_set1_ps(FLO(o)), .fhi = _mm512_set1_ps(FHI(o)) };
+    if (plain) {
+        // The common case (tile_is_plain) with every pointer in a register:
+        // a byte store may alias p's fields, so store_vec reloads them, and
+        // the unrolled rows keep the sums in registers.
+        uint8_t *y = (uint8_t *)o->y + m * o->ldc + n;
+        int64_t ldc = o->ldc;
+        const int32_t *rr = p->a_rr + m, *bias = o->bias ? o->bias + m : NULL;
+        const float *mult = o->mult + m;
+        uint32_t zb = (uint32_t)p->b_zp[0];
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++) {
+            __m512i rcv = _mm512_set1_epi32((int32_t)((bias ? (uint32_t)bias[r] : 0) - zb * (uint32_t)rr[r]));
+            __m512 mv = _mm512_set1_ps(mult[r]);
+            store16(o, y + r * ldc, k0, l0, requant16(_mm512_add_epi32(c[r][0], rcv), mv, rc.flo, rc.fhi, rc.zp));
+            if (np > 1 && l1 > 0)
+                store16(o, y + r * ldc + 16, k1, l1,
+                        requant16(_mm512_add_epi32(c[r][1], rcv), mv, rc.flo, rc.fhi, rc.zp));
+        }
+        return;
+    }
+#pragma GCC unroll 8
     for (int r = 0; r < rows; r++) {
         int64_t mr = m + r;
         int32_t za = p->a_zp[mr], rr = p->a_rr[mr], bias = o->bias ? o->bias[mr] : 0;
@@ -546,15 +567,29 @@ T512 static inline __attribute__((always_inline)) void tile_avx512_body(const qg
     }
 }
 
+// Rows whose A zero point is 0 (symmetric weights), one B zero point, a
+// multiplier per row and bytes out: the store is add, requantize, narrow.
+static bool tile_is_plain(const qgemm_problem *p, int64_t m, int rows)
+{
+    if (!p->b_zp_one || p->out.c32 || p->out.mult_per_col)
+        return false;
+    for (int r = 0; r < rows; r++)
+        if (p->a_zp[m + r] != 0)
+            return false;
+    return true;
+}
+
 T512 static void tile_avx512(const qgemm_problem *p, int64_t m, int64_t n, int rows, int cols)
 {
+    bool plain = tile_is_plain(p, m, rows);
+#define TILE_NP(R, NP, U)                                                                                        \
+    (plain ? tile_avx512_body(p, m, n, cols, R, NP, U, true) : tile_avx512_body(p, m, n, cols, R, NP, U, false))
 #define TILE_CALL(R)                                                                                             \
-    (cols > 16 ? (p->a_unsigned ? tile_avx512_body(p, m, n, cols, R, 2, true)                                   \
-                                : tile_avx512_body(p, m, n, cols, R, 2, false))                                 \
-               : (p->a_unsigned ? tile_avx512_body(p, m, n, cols, R, 1, true)                                   \
-                                : tile_avx512_body(p, m, n, cols, R, 1, false)))
+    (cols > 16 ? (p->a_unsigned ? TILE_NP(R, 2, true) : TILE_NP(R, 2, false))                                    \
+               : (p->a_unsigned ? TILE_NP(R, 1, true) : TILE_NP(R, 1, false)))
     ROWS_CASES(TILE_CALL)
 #undef TILE_CALL
+#undef TILE_NP
 }
 #endif
 

@@ -787,6 +787,21 @@ static void isa_conv(void **state)
         seed += 2; // the initializers' order is unspecified: each its own seed
         snprintf(what, sizeof what, "ConvInteger case %zu without zero points", ci);
         expect_isas_match(&cc, 2, iz, what);
+
+        // Symmetric weights (zero points 0; 128 for uint8, which shifts to
+        // 0): the GEMM's short store when the x zero point is one value.
+        int wz = k->ws ? 0 : 128;
+        reel_tensor *isym[9] = {
+            q8_random(k->xs, 4, xsh, seed + 0), scalar(REEL_DTYPE_FLOAT32, 0.04), q8_zero_points(k->xs, 0, seed + 1),
+            q8_random(k->ws, 4, wsh, seed + 2),
+            k->per_channel ? random_tensor(REEL_DTYPE_FLOAT32, 1, &s->M, seed + 3, 0.001, 0.01)
+                           : scalar(REEL_DTYPE_FLOAT32, 0.004),
+            k->per_channel ? random_tensor(q8(k->ws), 1, &s->M, 0, wz, wz) : scalar(q8(k->ws), wz),
+            scalar(REEL_DTYPE_FLOAT32, 0.03 * sqrt((double)K)), q8_zero_points(k->ys, 0, seed + 5),
+            k->bias ? random_tensor(REEL_DTYPE_INT32, 1, &s->M, seed + 6, -20000, 20000) : NULL };
+        seed += 7; // the initializers' order is unspecified: each its own seed
+        snprintf(what, sizeof what, "QLinearConv case %zu, symmetric weights", ci);
+        expect_isas_match(&c, 9, isym, what);
     }
 
     // 3-D (the im2col path with depth), strided in one dim; grouped.
@@ -827,6 +842,9 @@ static void isa_depthwise_bytes(void **state)
         { SH(2, 9, 14, 14, 3, 3, 2, 2, 1, 1), 1, 1, 1, true, true, NULL },
         { SH(1, 6, 9, 8, 5, 5, 1, 1, 2, 2), 0, 0, 0, true, true, NULL },
         { SH(1, 5, 11, 4, 3, 3, 1, 1, 1, 1), 1, 1, 0, false, true, NULL },
+        // Two rows of at most 8 outputs to a vector, 7x7 kernels (two quads per kernel row).
+        { SH(1, 4, 9, 6, 7, 7, 1, 1, 3, 3), 0, 1, 0, true, true, "Relu" },
+        { SH(1, 3, 10, 11, 7, 7, 2, 2, 3, 3), 1, 0, 1, true, false, NULL },
     };
 #undef SH
     unsigned seed = 900;
