@@ -67,6 +67,18 @@ static int check_q8(reel_ir_node *n, const reel_ir_value *x, const char *what, G
     return 0;
 }
 
+// The layout of the one-input ops: X, x_scale, x_zero_point, y_scale,
+// y_zero_point, the output of X's type.
+static int check_x_y_params(reel_ir_graph *g, reel_ir_node *n, const reel_ir_value *x, GError **error)
+{
+    int r = check_q8(n, x, "X", error);
+    if (!r)
+        r = check_param(g, n, 1, 2, x->dtype, false, error);
+    if (!r)
+        r = check_param(g, n, 3, 4, x->dtype, false, error);
+    return r;
+}
+
 static inline float sat(float v, float lo, float hi)
 {
     v = v >= lo ? v : lo;
@@ -336,11 +348,7 @@ static const reel_op op_qlinear_mul = { "com.microsoft:QLinearMul", binary_infer
 static int unary_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 {
     reel_ir_value *x = reel_op_input(g, n, 0);
-    int r = check_q8(n, x, "X", error);
-    if (!r)
-        r = check_param(g, n, 1, 2, x->dtype, false, error);
-    if (!r)
-        r = check_param(g, n, 3, 4, x->dtype, false, error);
+    int r = check_x_y_params(g, n, x, error);
     if (r)
         return r;
     nn_set(reel_op_output(g, n, 0), x->dtype, x->rank, x->dims);
@@ -377,11 +385,7 @@ static const reel_op op_qlinear_leaky_relu = { "com.microsoft:QLinearLeakyRelu",
 static int gap_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 {
     reel_ir_value *x = reel_op_input(g, n, 0);
-    int r = check_q8(n, x, "X", error);
-    if (!r)
-        r = check_param(g, n, 1, 2, x->dtype, false, error);
-    if (!r)
-        r = check_param(g, n, 3, 4, x->dtype, false, error);
+    int r = check_x_y_params(g, n, x, error);
     if (r)
         return r;
     int64_t cl = reel_ir_attr_int(n, "channels_last", 0);
@@ -510,11 +514,7 @@ static int ap_window(const reel_ir_node *n, int rank, const int64_t *x, nn_windo
 static int ap_infer(reel_ir_graph *g, reel_ir_node *n, GError **error)
 {
     reel_ir_value *x = reel_op_input(g, n, 0);
-    int r = check_q8(n, x, "X", error);
-    if (!r)
-        r = check_param(g, n, 1, 2, x->dtype, false, error);
-    if (!r)
-        r = check_param(g, n, 3, 4, x->dtype, false, error);
+    int r = check_x_y_params(g, n, x, error);
     if (r)
         return r;
     int64_t cl = reel_ir_attr_int(n, "channels_last", 0);
