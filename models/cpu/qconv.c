@@ -323,9 +323,11 @@ int qconv_fast(const qconv_geom *c, const reel_tensor *x, const reel_tensor *zx,
     bool direct = c->w.k[0] * c->w.k[1] * c->w.k[2] == 1 && c->w.s[0] * c->w.s[1] * c->w.s[2] == 1 &&
                   c->w.pb[0] + c->w.pb[1] + c->w.pb[2] == 0 && c->P == Pin;
     int64_t threads = threads_of(ctx);
-    // Column tiles whose panels stay in L2 (~192 KiB) while the rows of W
-    // stream by; enough of them for the workers, or rows split among them.
-    int64_t tile = MAX(nr, MIN(np, (192 * 1024 / MAX(kp, 1)) / nr * nr));
+    // Column tiles whose panels stay in L2 while the rows of W stream by
+    // (each tile reads all of W once): 384 KiB of panels on one worker; with
+    // several, 192 KiB and enough tiles for the workers, or rows split among
+    // them (larger tiles measured slower there: fewer tiles to balance).
+    int64_t tile = MAX(nr, MIN(np, ((threads > 1 ? 192 : 384) * 1024 / MAX(kp, 1)) / nr * nr));
     if (threads > 1 && (np + tile - 1) / tile < 2 * threads)
         tile = MAX(nr, (np / (2 * threads) + nr - 1) / nr * nr);
     gemm_job j = { .c = c, .isa = isa, .nr = nr, .P = P, .panels = panels, .colsum = colsum, .tile = tile,
