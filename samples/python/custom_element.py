@@ -27,8 +27,8 @@ pipeline = reel.Pipeline("testsrc num-buffers=60 pattern=solid ! video/raw,forma
                          "! vignette name=v ! appsink name=out")
 for frame in pipeline.pull("out"):
     if frame.frame_number == 30:
-        pipeline.set("v", "strength", 0.2)           # takes effect at one of the next frames
-    if frame.frame_number % 15 == 0:
+        pipeline.set("v", "strength", 0.2)           # frames already queued (up to ~17) keep the old one
+    if frame.frame_number % 15 == 0 or frame.frame_number == 59:
         a = frame.array
         print(f"frame {frame.frame_number}: centre {a[60, 80].tolist()} corner {a[0, 0].tolist()}")
 pipeline.close()
