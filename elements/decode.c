@@ -283,24 +283,6 @@ static int hw_candidates(reel_element *e, enum AVHWDeviceType *types)
     }
 }
 
-// One hardware device per kind for the whole process, shared by every
-// decoder: a hundred streams open one CUDA context, not a hundred (each
-// costs memory on the GPU and a fraction of a second to create). It lives
-// as long as the process.
-static int shared_hw_device(enum AVHWDeviceType type, AVBufferRef **out)
-{
-    static GMutex lock;
-    static AVBufferRef *devices[AV_HWDEVICE_TYPE_VULKAN + 8];
-    if ((unsigned)type >= G_N_ELEMENTS(devices))
-        return av_hwdevice_ctx_create(out, type, NULL, NULL, 0);
-    g_mutex_lock(&lock);
-    int rc = devices[type] ? 0 : av_hwdevice_ctx_create(&devices[type], type, NULL, NULL, 0);
-    if (rc >= 0 && !(*out = av_buffer_ref(devices[type])))
-        rc = AVERROR(ENOMEM);
-    g_mutex_unlock(&lock);
-    return rc;
-}
-
 // NVDEC's frames straight into the pinned GPU's memory where CUDA and the
 // Vulkan device can share it; otherwise through the host, and why.
 static void open_cuda_frames(reel_element *e, AVBufferRef *hwdev)
@@ -336,7 +318,7 @@ static void try_hw(reel_element *e, const AVCodec *codec)
                 format = cfg->pix_fmt;
         }
         AVBufferRef *hwdev = NULL;
-        int rc = format == AV_PIX_FMT_NONE ? AVERROR(ENOSYS) : shared_hw_device(types[i], &hwdev);
+        int rc = format == AV_PIX_FMT_NONE ? AVERROR(ENOSYS) : reel_av_shared_hw_device(types[i], &hwdev);
         if (rc >= 0) {
             s->hw_format = format;
             s->ctx->hw_device_ctx = hwdev;
