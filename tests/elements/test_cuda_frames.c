@@ -37,7 +37,7 @@ static void test_names_the_missing_driver_or_device(void **state)
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib) { // a machine with NVIDIA's driver: it is there, the decoder's device is not
         dlclose(lib);
-        expect_refusal("vulkan:0", "the decoder has no CUDA device");
+        expect_refusal("vulkan:0", "no CUDA device to share frames with");
     } else {
         expect_refusal("vulkan:0", "no CUDA driver: libcuda.so.1");
     }
