@@ -276,6 +276,8 @@ static void use_cuda_frames(reel_element *e, AVCodecContext *c)
         av_buffer_unref(&ref);
         reel_element_warning(e, "NVENC frames go through host memory: no CUDA frames of %s: %s",
                              av_get_pix_fmt_name(c->pix_fmt), reel_av_err(rc));
+        reel_element_note_placement(e, "NVENC frames go through host memory: no CUDA frames of %s",
+                                    av_get_pix_fmt_name(c->pix_fmt));
         cuda_frames_close(&s->cuda);
         return;
     }
@@ -460,6 +462,7 @@ static int frame_of(reel_element *e, reel_buffer **bufp, AVFrame *fr)
         // From now on through the host, the encoder as it was opened.
         av_frame_unref(fr);
         reel_element_warning(e, "NVENC frames go through host memory from now on: %s", why);
+        reel_element_note_placement(e, "NVENC frames went through host memory after a failure: %s", why);
         g_free(why);
         cuda_frames_close(&s->cuda);
     }
