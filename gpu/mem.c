@@ -279,6 +279,29 @@ int reel_mem_upload(reel_mem *m, size_t offset, const void *src, size_t size, re
     return 0;
 }
 
+int reel_mem_copy(reel_mem *dst, size_t dst_offset, reel_mem *src, size_t src_offset, size_t size)
+{
+    if (dst->dev != src->dev || reel_mem_root_(dst) == reel_mem_root_(src) || dst_offset > dst->size
+        || size > dst->size - dst_offset || src_offset > src->size || size > src->size - src_offset)
+        return REEL_EINVAL;
+    if (!size)
+        return 0;
+    if (dst->dev->fns->copy)
+        return dst->dev->fns->copy(dst, dst_offset, src, src_offset, size);
+    // Memory the host sees (the cpu device); mapping waits as a reader and
+    // a writer of them would.
+    void *from, *to;
+    int err = reel_mem_map(src, REEL_MAP_READ, &from);
+    if (err)
+        return err;
+    if (!(err = reel_mem_map(dst, REEL_MAP_WRITE, &to))) {
+        memcpy((char *)to + dst_offset, (const char *)from + src_offset, size);
+        reel_mem_unmap(dst);
+    }
+    reel_mem_unmap(src);
+    return err;
+}
+
 int reel_mem_download(reel_mem *m, size_t offset, void *dst, size_t size, reel_xfer *acc)
 {
     if (offset > m->size || size > m->size - offset || (size && !dst))
