@@ -314,27 +314,48 @@ reel_buffer *cuda_frames_copy(cuda_frames *c, const reel_caps *f, const AVFrame 
     return reel_buffer_new_device(f, m);
 }
 
+// Frames in memory CUDA cannot import (any element's allocation but
+// NVDEC's, a view): first copied whole on the GPU into an exportable
+// allocation of the same size (pooled, so imported once), their offsets
+// and strides unchanged. One more copy on the device, none to the host.
+// NULL with *why set.
+static reel_mem *exportable_copy(cuda_frames *c, reel_mem *m, char **why)
+{
+    GError *error = NULL;
+    reel_mem *copy = reel_mem_new(
+        c->dev, reel_mem_params(.size = reel_mem_size(m), .domain = REEL_MEM_DEVICE, .exportable = true), &error);
+    if (!copy) {
+        *why = g_strdup_printf("no exportable memory to copy the frame into: %s", error->message);
+        g_error_free(error);
+        return NULL;
+    }
+    int rc = reel_mem_copy(copy, 0, m, 0, reel_mem_size(m));
+    if (rc < 0) {
+        *why = g_strdup_printf("copying the frame into exportable memory: %s", reel_strerror(rc));
+        reel_mem_unref(&copy);
+    }
+    return copy;
+}
+
 int cuda_frames_to_cuda(cuda_frames *c, const reel_buffer *b, AVFrame *dst, char **why)
 {
-    reel_mem *m = b->mem;
+    reel_mem *m = b->mem, *staged = NULL;
     if (!m || reel_mem_device(m) != c->dev) {
         *why = g_strdup("the frame is not in the memory of the device CUDA shares");
         return -1;
     }
-    // The device work that wrote the frame (overlay's boxes) is over before
-    // CUDA reads it.
+    if (!reel_mem_exportable(m) && !(m = staged = exportable_copy(c, m, why)))
+        return -1;
+    // The device work that wrote the frame (overlay's boxes, the copy
+    // above) is over before CUDA reads it.
     int rc = reel_device_wait(c->dev, reel_mem_ready_point(m));
-    if (rc < 0) {
-        *why = g_strdup_printf("waiting for the device: %s", reel_strerror(rc));
-        return -1;
-    }
     CUcontext popped;
-    CUresult r = cu.ctx_push(c->ctx);
-    if (r != 0) {
+    CUresult r = 0;
+    if (rc < 0)
+        *why = g_strdup_printf("waiting for the device: %s", reel_strerror(rc));
+    else if ((r = cu.ctx_push(c->ctx)) != 0)
         *why = cuda_failed("cuCtxPushCurrent", r);
-        return -1;
-    }
-    cuda_import *im = imported(c, m, why);
+    cuda_import *im = *why ? NULL : imported(c, m, why);
     if (im) {
         reel_pixfmt pf = (reel_pixfmt)__builtin_ctzll(b->format.pixfmts);
         CUdeviceptr src[REEL_MAX_PLANES], to[REEL_MAX_PLANES];
@@ -345,10 +366,13 @@ int cuda_frames_to_cuda(cuda_frames *c, const reel_buffer *b, AVFrame *dst, char
             to[p] = (CUdeviceptr)(uintptr_t)dst->data[p];
             to_pitch[p] = (size_t)dst->linesize[p];
         }
-        // b goes back to its pool after this: the copy is over on return.
+        // b (or the staging copy) goes back to its pool after this: the
+        // copy is over on return.
         *why = copy_planes(c, &b->format, src, src_pitch, to, to_pitch);
     }
-    cu.ctx_pop(&popped);
+    if (rc >= 0 && r == 0)
+        cu.ctx_pop(&popped);
+    reel_mem_unref(&staged);
     return *why ? -1 : 0;
 }
 

@@ -31,10 +31,11 @@ cuda_frames *cuda_frames_open(reel_device *dev, AVBufferRef *hw_device, char **w
 reel_buffer *cuda_frames_copy(cuda_frames *c, const reel_caps *f, const AVFrame *frame, char **why);
 
 // The other way: device frame b (planes at b->offsets, rows b->strides
-// apart, in exportable memory of c's device) copied into CUDA frame dst
+// apart, in memory of c's device) copied into CUDA frame dst
 // (AV_PIX_FMT_CUDA, from a frames context of b's pixel format and size).
-// Waits for the device work that wrote b first, and returns once the copy
-// is over: b may be reused at once. 0, or -1 with *why set.
+// Memory not made exportable is first copied on the GPU into memory that
+// is. Waits for the device work that wrote b first, and returns once the
+// copy is over: b may be reused at once. 0, or -1 with *why set.
 int cuda_frames_to_cuda(cuda_frames *c, const reel_buffer *b, AVFrame *dst, char **why);
 
 void cuda_frames_close(cuda_frames **c);

@@ -3,9 +3,11 @@
 // `convert` before it picks one of them and a mismatch fails at prepare time.
 // Frames come in host or device memory (no download is put before it): on
 // a GPU that CUDA shares memory with, NVIDIA's encoders (NVENC) take device
-// frames copied on the GPU into their own CUDA frames; any other encoder,
-// or NVENC where that cannot be, gets each device frame downloaded here,
-// once, counted in the report and said why.
+// frames copied on the GPU into their own CUDA frames (elements/cuda_frames.h:
+// straight from NVDEC's exportable memory, other memory through one more
+// copy on the device); any other encoder, or NVENC where that cannot be,
+// gets each device frame downloaded here, once, counted in the report and
+// said why.
 #include "elements/av_common.h"
 #include "elements/cuda_frames.h"
 
@@ -457,8 +459,14 @@ static int frame_of(reel_element *e, reel_buffer **bufp, AVFrame *fr)
         int rc = av_hwframe_get_buffer(s->ctx->hw_frames_ctx, fr, 0);
         if (rc < 0)
             why = g_strdup_printf("no CUDA frame: %s", reel_av_err(rc));
-        else if (cuda_frames_to_cuda(s->cuda, *bufp, fr, &why) == 0)
+        else if (cuda_frames_to_cuda(s->cuda, *bufp, fr, &why) == 0) {
+            // Host memory the GPU read (a software decoder's frames on a
+            // discrete GPU) crossed the bus all the same.
+            if (reel_mem_domain_of((*bufp)->mem) == REEL_MEM_HOST
+                && !reel_device_info_of(reel_element_device(e))->unified_memory)
+                reel_element_xfer(e)->to_device += (int64_t)reel_mem_size((*bufp)->mem);
             return 0;
+        }
         // From now on through the host, the encoder as it was opened.
         av_frame_unref(fr);
         reel_element_warning(e, "NVENC frames go through host memory from now on: %s", why);

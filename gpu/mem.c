@@ -201,6 +201,11 @@ int reel_mem_wait_idle(reel_mem *m)
     return busy ? reel_device_wait(m->dev, busy) : 0;
 }
 
+bool reel_mem_exportable(const reel_mem *m)
+{
+    return !m->parent && m->exportable;
+}
+
 int reel_mem_export_fd(reel_mem *m, reel_mem_export *out, GError **error)
 {
     if (m->parent || !m->exportable) {

@@ -202,6 +202,9 @@ typedef struct reel_mem_export {
     bool dedicated;         // one buffer's own allocation (CUDA: CUDA_EXTERNAL_MEMORY_DEDICATED)
 } reel_mem_export;
 
+// Whether m is one reel_mem_export_fd takes: made .exportable, not a view.
+REEL_API bool reel_mem_exportable(const reel_mem *m);
+
 // Errors: REEL_EINVAL for a view or a mem made without .exportable;
 // REEL_EUNSUPPORTED where the device cannot export (the cpu device, a Vulkan
 // driver without VK_KHR_external_memory_fd). Thread-safety: any thread.

@@ -278,6 +278,7 @@ static void test_export(void **state)
         return;
     }
     assert_non_null(m);
+    assert_true(reel_mem_exportable(m));
     assert_int_equal(reel_mem_export_fd(m, &ex, &error), 0);
     struct stat st;
     assert_int_equal(fstat(ex.fd, &st), 0);
@@ -299,10 +300,12 @@ static void test_export(void **state)
 
     // Plain memory and views do not export.
     reel_mem *plain = mem_new(dev, 4096, REEL_MEM_DEVICE);
+    assert_false(reel_mem_exportable(plain));
     assert_int_equal(reel_mem_export_fd(plain, &ex, &error), REEL_EINVAL);
     assert_non_null(strstr(error->message, "not made exportable"));
     g_clear_error(&error);
     reel_mem *view = reel_mem_new_view(m, REEL_MEM_VIEW_ALIGN, 256, NULL);
+    assert_false(reel_mem_exportable(view));
     assert_int_equal(reel_mem_export_fd(view, &ex, &error), REEL_EINVAL);
     g_clear_error(&error);
     reel_mem_unref(&view);
