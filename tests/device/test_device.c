@@ -426,6 +426,17 @@ static void test_copy(void **state)
     assert_int_equal(reel_mem_copy(small, 0, src, N - 999, 1000), REEL_EINVAL);
     assert_int_equal(reel_mem_copy(view, 0, dst, 0, 16), REEL_EINVAL);
     assert_int_equal(reel_mem_copy(small, 0, src, 0, 0), 0);
+    // Into exportable memory, as encode stages frames for CUDA.
+    reel_mem *shared = vulkan && reel_device_info_of(dev)->external_memory
+                           ? reel_mem_new(dev, reel_mem_params(.size = N, .domain = REEL_MEM_DEVICE, .exportable = true),
+                                          NULL)
+                           : NULL;
+    if (shared) {
+        assert_int_equal(reel_mem_copy(shared, 0, src, 0, N), 0);
+        assert_int_equal(reel_mem_download(shared, 0, out, N, NULL), 0);
+        assert_memory_equal(out, in, N);
+        reel_mem_unref(&shared);
+    }
     reel_mem_unref(&view);
     reel_mem_unref(&small);
     reel_mem_unref(&src);
