@@ -133,3 +133,17 @@ bool reel_av_frame_caps(const AVFrame *frame, reel_fraction rate, reel_caps *out
     out->framerate = rate.den ? rate : (reel_fraction){ 0, 1 };
     return true;
 }
+
+int reel_av_shared_hw_device(enum AVHWDeviceType type, AVBufferRef **out)
+{
+    static GMutex lock;
+    static AVBufferRef *devices[AV_HWDEVICE_TYPE_VULKAN + 8];
+    if ((unsigned)type >= G_N_ELEMENTS(devices))
+        return av_hwdevice_ctx_create(out, type, NULL, NULL, 0);
+    g_mutex_lock(&lock);
+    int rc = devices[type] ? 0 : av_hwdevice_ctx_create(&devices[type], type, NULL, NULL, 0);
+    if (rc >= 0 && !(*out = av_buffer_ref(devices[type])))
+        rc = AVERROR(ENOMEM);
+    g_mutex_unlock(&lock);
+    return rc;
+}

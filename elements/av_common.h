@@ -6,6 +6,7 @@
 
 #include <libavcodec/avcodec.h>
 #include <libavutil/frame.h>
+#include <libavutil/hwcontext.h>
 #include <libavutil/pixfmt.h>
 
 #include "reel/reel.h"
@@ -41,6 +42,14 @@ void reel_av_frame_view(AVFrame *frame, const reel_buffer *b);
 // Raw video caps for a frame's format and size (framerate from `rate`),
 // false when FFmpeg's pixel format has no reel equivalent.
 bool reel_av_frame_caps(const AVFrame *frame, reel_fraction rate, reel_caps *out);
+
+// One FFmpeg hardware device per kind for the whole process, shared by
+// every decoder and encoder: a hundred streams open one CUDA context, not a
+// hundred (each costs memory on the GPU and a fraction of a second to
+// create), and NVDEC's and NVENC's frames are in one context. It lives as
+// long as the process. Returns 0 with a new reference in *out, or an
+// AVERROR code.
+int reel_av_shared_hw_device(enum AVHWDeviceType type, AVBufferRef **out);
 
 // `in` scaled to w x h (sides made even) as a full-range JPEG; 0, or a
 // REEL_E* code with *error set.

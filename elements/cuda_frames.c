@@ -1,5 +1,5 @@
-// NVDEC frames into Vulkan memory through CUDA external memory
-// (elements/cuda_frames.h). The few driver API calls this needs are
+// NVDEC frames into Vulkan memory, and Vulkan frames into NVENC's, through
+// CUDA external memory (elements/cuda_frames.h). The few driver API calls this needs are
 // declared here as cuda.h lays them out (CUDA 10 on) and looked up in
 // libcuda.so.1 when first used: no CUDA toolkit at build time.
 #include <dlfcn.h>
@@ -122,8 +122,8 @@ struct cuda_frames {
 
 // What CUDA made of one exportable allocation: attached to the reel_mem, so
 // that it is imported once and released when the memory is freed. The
-// context is the process's shared decoder device's (elements/decode.c),
-// alive as long as the process.
+// context is the process's shared CUDA device's (reel_av_shared_hw_device),
+// alive as long as the process; NVDEC and NVENC share the import.
 typedef struct cuda_import {
     CUcontext ctx;
     CUexternalMemory mem;
@@ -177,21 +177,29 @@ static cuda_import *import_mem(cuda_frames *c, reel_mem *m, char **why)
     return im;
 }
 
-cuda_frames *cuda_frames_open(reel_device *dev, AVBufferRef *hw_device, char **why)
+bool cuda_frames_possible(reel_device *dev, char **why)
 {
     const reel_device_info *info = reel_device_info_of(dev);
     const char *no_cuda = load_cuda();
-    AVHWDeviceContext *hw = hw_device ? (AVHWDeviceContext *)hw_device->data : NULL;
     if (info->backend != REEL_BACKEND_VULKAN)
         *why = g_strdup_printf("frames go to %s, not a Vulkan device", info->spec);
     else if (!info->external_memory)
         *why = g_strdup_printf("%s (%s) cannot share memory with CUDA", info->spec, info->name);
     else if (no_cuda)
         *why = g_strdup_printf("no CUDA driver: %s", no_cuda);
-    else if (!hw || hw->type != AV_HWDEVICE_TYPE_CUDA)
-        *why = g_strdup("the decoder has no CUDA device");
-    if (*why)
+    return !*why;
+}
+
+cuda_frames *cuda_frames_open(reel_device *dev, AVBufferRef *hw_device, char **why)
+{
+    const reel_device_info *info = reel_device_info_of(dev);
+    AVHWDeviceContext *hw = hw_device ? (AVHWDeviceContext *)hw_device->data : NULL;
+    if (!cuda_frames_possible(dev, why))
         return NULL;
+    if (!hw || hw->type != AV_HWDEVICE_TYPE_CUDA) {
+        *why = g_strdup("no CUDA device to share frames with");
+        return NULL;
+    }
     const av_cuda_device *cd = hw->hwctx;
     unsigned char uuid[16] = { 0 };
     CUdevice cdev;
@@ -218,32 +226,42 @@ cuda_frames *cuda_frames_open(reel_device *dev, AVBufferRef *hw_device, char **w
     return c;
 }
 
-// Copies the frame's planes into im, packed; called with c->ctx current.
-static char *copy_planes(cuda_frames *c, cuda_import *im, const reel_caps *f, const AVFrame *frame)
+// Copies a frame of format f plane by plane, src to dst, each row
+// row-bytes long at its plane's pitch; returns once the copy is over, for
+// the other API reads or reuses the memory next. Called with c->ctx current.
+static char *copy_planes(cuda_frames *c, const reel_caps *f, const CUdeviceptr *src, const size_t *src_pitch,
+                         const CUdeviceptr *dst, const size_t *dst_pitch)
 {
     reel_pixfmt pf = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
-    size_t offset = 0;
     for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
-        size_t row = reel_pixfmt_row_bytes(pf, p, f->width);
-        size_t rows = (size_t)reel_pixfmt_plane_height(pf, p, f->height);
         cu_memcpy2d copy = {
             .src_memory_type = CU_MEMORYTYPE_DEVICE,
-            .src_device = (CUdeviceptr)(uintptr_t)frame->data[p],
-            .src_pitch = (size_t)frame->linesize[p],
+            .src_device = src[p],
+            .src_pitch = src_pitch[p],
             .dst_memory_type = CU_MEMORYTYPE_DEVICE,
-            .dst_device = im->ptr + offset,
-            .dst_pitch = row,
-            .width_bytes = row,
-            .height = rows,
+            .dst_device = dst[p],
+            .dst_pitch = dst_pitch[p],
+            .width_bytes = reel_pixfmt_row_bytes(pf, p, f->width),
+            .height = (size_t)reel_pixfmt_plane_height(pf, p, f->height),
         };
         CUresult r = cu.memcpy2d_async(&copy, c->stream);
         if (r != 0)
             return cuda_failed("cuMemcpy2DAsync", r);
-        offset += row * rows;
     }
-    // Vulkan reads the frame next: the copy must be over by then.
     CUresult r = cu.stream_sync(c->stream);
     return r != 0 ? cuda_failed("cuStreamSynchronize", r) : NULL;
+}
+
+// m as CUDA sees it: imported once per allocation, kept with it. Called
+// with c->ctx current.
+static cuda_import *imported(cuda_frames *c, reel_mem *m, char **why)
+{
+    cuda_import *im = reel_mem_attachment(m);
+    if (im && im->ctx == c->ctx)
+        return im;
+    if ((im = import_mem(c, m, why)))
+        reel_mem_set_attachment(m, im, import_destroy);
+    return im;
 }
 
 reel_buffer *cuda_frames_copy(cuda_frames *c, const reel_caps *f, const AVFrame *frame, char **why)
@@ -272,19 +290,90 @@ reel_buffer *cuda_frames_copy(cuda_frames *c, const reel_caps *f, const AVFrame 
         reel_mem_unref(&m);
         return NULL;
     }
-    cuda_import *im = reel_mem_attachment(m);
-    if (!im || im->ctx != c->ctx) {
-        if ((im = import_mem(c, m, why)))
-            reel_mem_set_attachment(m, im, import_destroy);
+    cuda_import *im = imported(c, m, why);
+    if (im) {
+        // Packed: plane after plane, rows of the row bytes.
+        reel_pixfmt pf = (reel_pixfmt)__builtin_ctzll(f->pixfmts);
+        CUdeviceptr src[REEL_MAX_PLANES], dst[REEL_MAX_PLANES];
+        size_t src_pitch[REEL_MAX_PLANES], dst_pitch[REEL_MAX_PLANES], offset = 0;
+        for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+            src[p] = (CUdeviceptr)(uintptr_t)frame->data[p];
+            src_pitch[p] = (size_t)frame->linesize[p];
+            dst[p] = im->ptr + offset;
+            dst_pitch[p] = reel_pixfmt_row_bytes(pf, p, f->width);
+            offset += dst_pitch[p] * (size_t)reel_pixfmt_plane_height(pf, p, f->height);
+        }
+        // Vulkan reads the frame next: the copy is over on return.
+        *why = copy_planes(c, f, src, src_pitch, dst, dst_pitch);
     }
-    if (im)
-        *why = copy_planes(c, im, f, frame);
     cu.ctx_pop(&popped);
     if (*why) {
         reel_mem_unref(&m);
         return NULL;
     }
     return reel_buffer_new_device(f, m);
+}
+
+// Frames in memory CUDA cannot import (any element's allocation but
+// NVDEC's, a view): first copied whole on the GPU into an exportable
+// allocation of the same size (pooled, so imported once), their offsets
+// and strides unchanged. One more copy on the device, none to the host.
+// NULL with *why set.
+static reel_mem *exportable_copy(cuda_frames *c, reel_mem *m, char **why)
+{
+    GError *error = NULL;
+    reel_mem *copy = reel_mem_new(
+        c->dev, reel_mem_params(.size = reel_mem_size(m), .domain = REEL_MEM_DEVICE, .exportable = true), &error);
+    if (!copy) {
+        *why = g_strdup_printf("no exportable memory to copy the frame into: %s", error->message);
+        g_error_free(error);
+        return NULL;
+    }
+    int rc = reel_mem_copy(copy, 0, m, 0, reel_mem_size(m));
+    if (rc < 0) {
+        *why = g_strdup_printf("copying the frame into exportable memory: %s", reel_strerror(rc));
+        reel_mem_unref(&copy);
+    }
+    return copy;
+}
+
+int cuda_frames_to_cuda(cuda_frames *c, const reel_buffer *b, AVFrame *dst, char **why)
+{
+    reel_mem *m = b->mem, *staged = NULL;
+    if (!m || reel_mem_device(m) != c->dev) {
+        *why = g_strdup("the frame is not in the memory of the device CUDA shares");
+        return -1;
+    }
+    if (!reel_mem_exportable(m) && !(m = staged = exportable_copy(c, m, why)))
+        return -1;
+    // The device work that wrote the frame (overlay's boxes, the copy
+    // above) is over before CUDA reads it.
+    int rc = reel_device_wait(c->dev, reel_mem_ready_point(m));
+    CUcontext popped;
+    CUresult r = 0;
+    if (rc < 0)
+        *why = g_strdup_printf("waiting for the device: %s", reel_strerror(rc));
+    else if ((r = cu.ctx_push(c->ctx)) != 0)
+        *why = cuda_failed("cuCtxPushCurrent", r);
+    cuda_import *im = *why ? NULL : imported(c, m, why);
+    if (im) {
+        reel_pixfmt pf = (reel_pixfmt)__builtin_ctzll(b->format.pixfmts);
+        CUdeviceptr src[REEL_MAX_PLANES], to[REEL_MAX_PLANES];
+        size_t src_pitch[REEL_MAX_PLANES], to_pitch[REEL_MAX_PLANES];
+        for (int p = 0; p < reel_pixfmt_planes(pf); p++) {
+            src[p] = im->ptr + b->offsets[p];
+            src_pitch[p] = (size_t)b->strides[p];
+            to[p] = (CUdeviceptr)(uintptr_t)dst->data[p];
+            to_pitch[p] = (size_t)dst->linesize[p];
+        }
+        // b (or the staging copy) goes back to its pool after this: the
+        // copy is over on return.
+        *why = copy_planes(c, &b->format, src, src_pitch, to, to_pitch);
+    }
+    if (rc >= 0 && r == 0)
+        cu.ctx_pop(&popped);
+    reel_mem_unref(&staged);
+    return *why ? -1 : 0;
 }
 
 void cuda_frames_close(cuda_frames **pc)

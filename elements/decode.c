@@ -41,6 +41,7 @@ typedef struct decode_priv {
     enum AVPixelFormat hw_format; // frames of a hardware decoder; AV_PIX_FMT_NONE: software
     AVFrame *sw_frame;        // a hardware frame's contents, transferred
     cuda_frames *cuda;        // NVDEC frames copied into the pinned GPU's memory there; NULL: through the host
+    bool noted;               // the report says how the first decoder decoded (not each stream's again)
 } decode_priv;
 
 static const reel_enum_value hw_modes[] = {
@@ -222,6 +223,7 @@ static reel_buffer *device_frame(reel_element *e, const reel_caps *f, const AVFr
             return b;
         // From now on through the host, as without the interop.
         reel_element_warning(e, "NVDEC frames go through host memory from now on: %s", why);
+        reel_element_note_placement(e, "NVDEC frames went through host memory after a failure: %s", why);
         g_free(why);
         cuda_frames_close(&s->cuda);
         if (!(frame = download_hw_frame(e, frame)))
@@ -283,24 +285,6 @@ static int hw_candidates(reel_element *e, enum AVHWDeviceType *types)
     }
 }
 
-// One hardware device per kind for the whole process, shared by every
-// decoder: a hundred streams open one CUDA context, not a hundred (each
-// costs memory on the GPU and a fraction of a second to create). It lives
-// as long as the process.
-static int shared_hw_device(enum AVHWDeviceType type, AVBufferRef **out)
-{
-    static GMutex lock;
-    static AVBufferRef *devices[AV_HWDEVICE_TYPE_VULKAN + 8];
-    if ((unsigned)type >= G_N_ELEMENTS(devices))
-        return av_hwdevice_ctx_create(out, type, NULL, NULL, 0);
-    g_mutex_lock(&lock);
-    int rc = devices[type] ? 0 : av_hwdevice_ctx_create(&devices[type], type, NULL, NULL, 0);
-    if (rc >= 0 && !(*out = av_buffer_ref(devices[type])))
-        rc = AVERROR(ENOMEM);
-    g_mutex_unlock(&lock);
-    return rc;
-}
-
 // NVDEC's frames straight into the pinned GPU's memory where CUDA and the
 // Vulkan device can share it; otherwise through the host, and why.
 static void open_cuda_frames(reel_element *e, AVBufferRef *hwdev)
@@ -308,11 +292,16 @@ static void open_cuda_frames(reel_element *e, AVBufferRef *hwdev)
     decode_priv *s = reel_element_priv(e);
     char *why = NULL;
     cuda_frames_close(&s->cuda);
-    if ((s->cuda = cuda_frames_open(s->dev, hwdev, &why)))
-        reel_element_info(e, "NVDEC frames copied into %s's memory on the GPU (CUDA external memory)",
-                          reel_device_info_of(s->dev)->spec);
-    else
+    const char *spec = reel_device_info_of(s->dev)->spec;
+    if ((s->cuda = cuda_frames_open(s->dev, hwdev, &why))) {
+        reel_element_info(e, "NVDEC frames copied into %s's memory on the GPU (CUDA external memory)", spec);
+        if (!s->noted)
+            reel_element_note_placement(e, "NVDEC frames copied into %s's memory on the GPU", spec);
+    } else {
         reel_element_warning(e, "NVDEC frames go through host memory: %s", why);
+        if (!s->noted)
+            reel_element_note_placement(e, "NVDEC frames go through host memory: %s", why);
+    }
     g_free(why);
 }
 
@@ -336,12 +325,14 @@ static void try_hw(reel_element *e, const AVCodec *codec)
                 format = cfg->pix_fmt;
         }
         AVBufferRef *hwdev = NULL;
-        int rc = format == AV_PIX_FMT_NONE ? AVERROR(ENOSYS) : shared_hw_device(types[i], &hwdev);
+        int rc = format == AV_PIX_FMT_NONE ? AVERROR(ENOSYS) : reel_av_shared_hw_device(types[i], &hwdev);
         if (rc >= 0) {
             s->hw_format = format;
             s->ctx->hw_device_ctx = hwdev;
             s->ctx->get_format = pick_hw_format;
             reel_element_info(e, "decoding %s with %s", codec->name, name);
+            if (!s->noted)
+                reel_element_note_placement(e, "decoding %s with %s", codec->name, name);
             if (types[i] == AV_HWDEVICE_TYPE_CUDA && s->dev)
                 open_cuda_frames(e, hwdev);
             g_string_free(why, TRUE);
@@ -351,8 +342,12 @@ static void try_hw(reel_element *e, const AVCodec *codec)
                                format == AV_PIX_FMT_NONE ? "FFmpeg's decoder has no such hardware path"
                                                          : reel_av_err(rc));
     }
-    if (n)
+    if (n) {
         reel_element_warning(e, "no hardware decoder (%s); decoding %s in software", why->str, codec->name);
+        if (!s->noted)
+            reel_element_note_placement(e, "decoding %s in software: no hardware decoder (%s)", codec->name,
+                                        why->str);
+    }
     g_string_free(why, TRUE);
 }
 
@@ -380,6 +375,7 @@ static int open_decoder(reel_element *e, const AVCodecParameters *par, reel_frac
     s->ctx->opaque = s;
     s->hw_format = AV_PIX_FMT_NONE;
     try_hw(e, codec);
+    s->noted = true;
     s->direct = s->dev && s->hw_format == AV_PIX_FMT_NONE && (codec->capabilities & AV_CODEC_CAP_DR1);
     if (s->direct)
         s->ctx->get_buffer2 = get_buffer;

@@ -1,9 +1,20 @@
 // encode: raw frames to compressed packets with libavcodec. The encoder's
 // own list of pixel formats is what this element asks for upstream, so a
 // `convert` before it picks one of them and a mismatch fails at prepare time.
+// Frames come in host or device memory (no download is put before it): on
+// a GPU that CUDA shares memory with, NVIDIA's encoders (NVENC) take device
+// frames copied on the GPU into their own CUDA frames (elements/cuda_frames.h:
+// straight from NVDEC's exportable memory, other memory through one more
+// copy on the device); any other encoder, or NVENC where that cannot be,
+// gets each device frame downloaded here, once, counted in the report and
+// said why.
 #include "elements/av_common.h"
+#include "elements/cuda_frames.h"
 
+#include <libavutil/hwcontext.h>
+#include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
 
 // Short names for the encoders reel has always offered; any other name is
 // FFmpeg's: an encoder (mpeg4, libvpx-vp9, libsvtav1, h264_nvenc) or a
@@ -52,6 +63,15 @@ typedef struct encode_priv {
     AVPacket *pkt;
     reel_caps opened;   // the input format the encoder was opened for
     bool par_sent;      // codec parameters went out with a packet
+    // Where device frames go, decided once (configure): into NVENC's CUDA
+    // frames on the GPU (cuda, on the process's CUDA device hw_device), else
+    // downloaded into `scratch` and encoded from host memory.
+    bool path_decided;
+    cuda_frames *cuda;
+    AVBufferRef *hw_device;
+    uint8_t *scratch;
+    size_t scratch_size;
+    AVFrame *sw_frame;  // a downloaded frame on its way up into a CUDA frame
     // What each frame in the encoder says about itself (metadata, stream,
     // frame number), by its pts, as a buffer of no bytes: its packet takes
     // it on, so detections and events travel on past the encoder.
@@ -88,7 +108,6 @@ static int want(reel_element *e, int pad, reel_caps *want)
     (void)pad;
     encode_priv *s = reel_element_priv(e);
     const AVCodec *codec = find_encoder(s);
-    want->memory &= REEL_MEMORY_HOST;
     // A missing encoder is reported by start, where the message reaches the
     // user; here it would only read "rejected every format".
     if (!codec || !codec->pix_fmts)
@@ -106,12 +125,68 @@ static int want(reel_element *e, int pad, reel_caps *want)
     return want->pixfmts ? 0 : REEL_EFORMAT;
 }
 
+// Whether the encoder is NVIDIA's: it takes CUDA frames of a CUDA device.
+static bool takes_cuda_frames(const AVCodec *codec)
+{
+    const AVCodecHWConfig *cfg;
+    for (int k = 0; (cfg = avcodec_get_hw_config(codec, k)); k++)
+        if (cfg->device_type == AV_HWDEVICE_TYPE_CUDA && cfg->pix_fmt == AV_PIX_FMT_CUDA
+            && (cfg->methods & AV_CODEC_HW_CONFIG_METHOD_HW_FRAMES_CTX))
+            return true;
+    return false;
+}
+
+// Where the device frames of this run go, said once on the bus and in the
+// report: to NVENC on the GPU where the encoder is NVIDIA's and CUDA can
+// share the Vulkan device's memory (libcuda there, the same GPU), else one
+// download each.
+static void decide_path(reel_element *e, const AVCodec *codec)
+{
+    encode_priv *s = reel_element_priv(e);
+    reel_device *dev = reel_element_device(e);
+    const char *spec = reel_device_info_of(dev)->spec;
+    s->path_decided = true;
+    if (!takes_cuda_frames(codec)) {
+        reel_element_info(e, "%s encodes from host memory: each frame is downloaded from %s once", codec->name,
+                          spec);
+        reel_element_note_placement(e, "%s encodes from host memory: frames downloaded from %s", codec->name, spec);
+        return;
+    }
+    char *why = NULL;
+    AVBufferRef *hw = NULL;
+    if (cuda_frames_possible(dev, &why)) {
+        int rc = reel_av_shared_hw_device(AV_HWDEVICE_TYPE_CUDA, &hw);
+        if (rc < 0)
+            why = g_strdup_printf("cannot open a CUDA device: %s", reel_av_err(rc));
+        else
+            s->cuda = cuda_frames_open(dev, hw, &why);
+    }
+    if (s->cuda) {
+        s->hw_device = hw;
+        reel_element_info(e, "NVENC frames copied from %s's memory on the GPU (CUDA external memory)", spec);
+        reel_element_note_placement(e, "%s takes frames on the GPU (CUDA external memory)", codec->name);
+    } else {
+        av_buffer_unref(&hw);
+        reel_element_warning(e, "NVENC frames go through host memory: %s", why);
+        reel_element_note_placement(e, "%s takes frames through host memory: %s", codec->name, why);
+    }
+    g_free(why);
+}
+
 static int configure(reel_element *e, int pad, reel_caps *out)
 {
     (void)pad;
     encode_priv *s = reel_element_priv(e);
     const reel_caps *in = reel_element_input_format(e, 0);
     const AVCodec *codec = find_encoder(s);
+    if (codec && in->memory == REEL_MEMORY_DEVICE && !s->path_decided)
+        decide_path(e, codec);
+    // Strict placement allows no transfer the pipeline did not ask for.
+    if (codec && in->memory == REEL_MEMORY_DEVICE && !s->cuda && reel_element_placement_strict(e))
+        return reel_element_error(e, REEL_EUNSUPPORTED,
+                                  "placement=strict: %s encodes from host memory and the frames are in %s's: "
+                                  "they would be downloaded (put an explicit download before it)",
+                                  codec->name, reel_device_info_of(reel_element_device(e))->spec);
     out->media = REEL_MEDIA_VIDEO_ENCODED;
     out->memory = REEL_MEMORY_HOST;
     g_strlcpy(out->codec, codec ? avcodec_get_name(codec->id) : s->codec, sizeof out->codec);
@@ -183,6 +258,36 @@ static int start(reel_element *e)
     return 0;
 }
 
+// NVENC opened for CUDA frames of the frames' software format, from the
+// shared CUDA device; where that context cannot be made, frames go through
+// host memory (said why), the encoder not yet open.
+static void use_cuda_frames(reel_element *e, AVCodecContext *c)
+{
+    encode_priv *s = reel_element_priv(e);
+    AVBufferRef *ref = av_hwframe_ctx_alloc(s->hw_device);
+    int rc = AVERROR(ENOMEM);
+    if (ref) {
+        AVHWFramesContext *fc = (AVHWFramesContext *)ref->data;
+        fc->format = AV_PIX_FMT_CUDA;
+        fc->sw_format = c->pix_fmt;
+        fc->width = c->width;
+        fc->height = c->height;
+        rc = av_hwframe_ctx_init(ref);
+    }
+    if (rc < 0) {
+        av_buffer_unref(&ref);
+        reel_element_warning(e, "NVENC frames go through host memory: no CUDA frames of %s: %s",
+                             av_get_pix_fmt_name(c->pix_fmt), reel_av_err(rc));
+        reel_element_note_placement(e, "NVENC frames go through host memory: no CUDA frames of %s",
+                                    av_get_pix_fmt_name(c->pix_fmt));
+        cuda_frames_close(&s->cuda);
+        return;
+    }
+    c->hw_frames_ctx = ref;
+    c->sw_pix_fmt = c->pix_fmt;
+    c->pix_fmt = AV_PIX_FMT_CUDA;
+}
+
 // Opens the encoder for the first frame's format and time base.
 static int open_encoder(reel_element *e, const reel_buffer *buf)
 {
@@ -196,6 +301,8 @@ static int open_encoder(reel_element *e, const reel_buffer *buf)
     c->pix_fmt = reel_av_pixfmt(pf);
     c->width = f->width;
     c->height = f->height;
+    if (s->cuda && buf->mem)
+        use_cuda_frames(e, c);
     c->sample_aspect_ratio = (AVRational){ 1, 1 };
     if (f->framerate.num > 0 && f->framerate.den > 0)
         c->framerate = (AVRational){ f->framerate.num, f->framerate.den };
@@ -239,10 +346,15 @@ static int open_encoder(reel_element *e, const reel_buffer *buf)
     int ret = avcodec_open2(c, codec, &opts);
     if (ret < 0) {
         av_dict_free(&opts);
-        return reel_element_error(e, REEL_EINVAL, "cannot open the %s encoder for %dx%d %s%s%s%s: %s",
+        // FFmpeg's code alone ("Operation not permitted") does not say
+        // what NVENC lacks.
+        return reel_element_error(e, REEL_EINVAL, "cannot open the %s encoder for %dx%d %s%s%s%s: %s%s",
                                   codec->name, f->width, f->height, reel_pixfmt_name(pf),
                                   s->preset ? " with preset '" : "", s->preset ? s->preset : "",
-                                  s->preset ? "'" : "", reel_av_err(ret));
+                                  s->preset ? "'" : "", reel_av_err(ret),
+                                  takes_cuda_frames(codec) ? " (NVENC needs an NVIDIA GPU with its driver: "
+                                                             "libcuda.so.1 and libnvidia-encode.so.1)"
+                                                           : "");
     }
     // What the encoder did not take was meant for another codec: say so
     // rather than ignore it silently.
@@ -299,6 +411,87 @@ static void release_buffer(void *opaque, uint8_t *data)
     reel_buffer_unref(&b);
 }
 
+// A device frame in host memory: one download, counted. Replaces *bufp.
+static int download(reel_element *e, reel_buffer **bufp)
+{
+    encode_priv *s = reel_element_priv(e);
+    GError *err = NULL;
+    reel_buffer *host = reel_buffer_to_host(*bufp, &s->scratch, &s->scratch_size, reel_element_xfer(e), &err);
+    if (!host) {
+        int rc = reel_element_error(e, err->code, "%s", err->message);
+        g_error_free(err);
+        return rc;
+    }
+    reel_buffer_unref(bufp);
+    *bufp = host;
+    return 0;
+}
+
+// A host frame up into a CUDA frame fr, for NVENC opened for CUDA frames
+// after the copy on the GPU failed mid-stream.
+static int upload_to_cuda(reel_element *e, const reel_buffer *buf, AVFrame *fr)
+{
+    encode_priv *s = reel_element_priv(e);
+    if (!s->sw_frame && !(s->sw_frame = av_frame_alloc()))
+        return reel_element_error(e, REEL_ENOMEM, "out of memory");
+    reel_av_frame_view(s->sw_frame, buf);
+    int rc = av_hwframe_get_buffer(s->ctx->hw_frames_ctx, fr, 0);
+    if (rc >= 0)
+        rc = av_hwframe_transfer_data(fr, s->sw_frame, 0);
+    av_frame_unref(s->sw_frame);
+    if (rc < 0)
+        return reel_element_error(e, REEL_EIO, "cannot copy a frame into %s's CUDA frame: %s", s->ctx->codec->name,
+                                  reel_av_err(rc));
+    reel_element_xfer(e)->to_device += av_image_get_buffer_size(s->ctx->sw_pix_fmt, fr->width, fr->height, 1);
+    return 0;
+}
+
+// The frame the encoder takes for *bufp, in fr: a device frame copied into
+// a CUDA frame on the GPU, or a host frame (a device one downloaded first;
+// *bufp is then that copy) referred to without a copy. Returns 0 or an
+// error posted.
+static int frame_of(reel_element *e, reel_buffer **bufp, AVFrame *fr)
+{
+    encode_priv *s = reel_element_priv(e);
+    bool cuda_in = s->ctx->pix_fmt == AV_PIX_FMT_CUDA;
+    if ((*bufp)->mem && s->cuda && cuda_in) {
+        char *why = NULL;
+        int rc = av_hwframe_get_buffer(s->ctx->hw_frames_ctx, fr, 0);
+        if (rc < 0)
+            why = g_strdup_printf("no CUDA frame: %s", reel_av_err(rc));
+        else if (cuda_frames_to_cuda(s->cuda, *bufp, fr, &why) == 0) {
+            // Host memory the GPU read (a software decoder's frames on a
+            // discrete GPU) crossed the bus all the same.
+            if (reel_mem_domain_of((*bufp)->mem) == REEL_MEM_HOST
+                && !reel_device_info_of(reel_element_device(e))->unified_memory)
+                reel_element_xfer(e)->to_device += (int64_t)reel_mem_size((*bufp)->mem);
+            return 0;
+        }
+        // From now on through the host, the encoder as it was opened.
+        av_frame_unref(fr);
+        reel_element_warning(e, "NVENC frames go through host memory from now on: %s", why);
+        reel_element_note_placement(e, "NVENC frames went through host memory after a failure: %s", why);
+        g_free(why);
+        cuda_frames_close(&s->cuda);
+    }
+    int rc;
+    if ((*bufp)->mem && (rc = download(e, bufp)) < 0)
+        return rc;
+    reel_buffer *buf = *bufp;
+    if (cuda_in)
+        return upload_to_cuda(e, buf, fr);
+    // The frame refers to the buffer's memory and holds a reference on it:
+    // encoders that keep frames keep the buffer, none copies it needlessly.
+    reel_av_frame_view(fr, buf);
+    fr->buf[0] = av_buffer_create(buf->data ? buf->data : buf->planes[0], buf->size, release_buffer,
+                                  reel_buffer_ref(buf), AV_BUFFER_FLAG_READONLY);
+    if (!fr->buf[0]) {
+        reel_buffer_unref(&buf); // the reference taken for the AVBufferRef
+        return reel_element_error(e, REEL_ENOMEM, "cannot wrap a frame");
+    }
+    return 0;
+}
+
 static bool same_picture(const reel_caps *a, const reel_caps *b)
 {
     return a->pixfmts == b->pixfmts && a->width == b->width && a->height == b->height;
@@ -321,17 +514,9 @@ static int process(reel_element *e, int pad, reel_buffer *buf)
         g_free(now);
         goto done;
     }
-    // The frame refers to the buffer's memory and holds a reference on it:
-    // encoders that keep frames keep the buffer, none copies it needlessly.
     AVFrame *fr = s->frame;
-    reel_av_frame_view(fr, buf);
-    fr->buf[0] = av_buffer_create(buf->data ? buf->data : buf->planes[0], buf->size, release_buffer,
-                                  reel_buffer_ref(buf), AV_BUFFER_FLAG_READONLY);
-    if (!fr->buf[0]) {
-        reel_buffer_unref(&buf); // the reference taken for the AVBufferRef
-        rc = reel_element_error(e, REEL_ENOMEM, "cannot wrap a frame");
+    if ((rc = frame_of(e, &buf, fr)) < 0)
         goto done;
-    }
     fr->pts = buf->pts == REEL_PTS_NONE ? AV_NOPTS_VALUE : buf->pts;
     if (buf->pts != REEL_PTS_NONE && buf->time_base.num > 0
         && (buf->time_base.num != s->ctx->time_base.num || buf->time_base.den != s->ctx->time_base.den))
@@ -377,7 +562,19 @@ static void stop(reel_element *e)
     g_clear_pointer(&s->in_flight, g_hash_table_destroy);
     avcodec_free_context(&s->ctx);
     av_frame_free(&s->frame);
+    av_frame_free(&s->sw_frame);
     av_packet_free(&s->pkt);
+    g_clear_pointer(&s->scratch, g_free);
+    s->scratch_size = 0;
+}
+
+// The path decided at negotiation holds for every run of the element.
+static void uninit(reel_element *e)
+{
+    encode_priv *s = reel_element_priv(e);
+    stop(e);
+    cuda_frames_close(&s->cuda);
+    av_buffer_unref(&s->hw_device);
 }
 
 const reel_element_class reel_encode_class = {
@@ -388,12 +585,14 @@ const reel_element_class reel_encode_class = {
     .props = props,
     .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = 1,
-    .input_caps = "video/raw,memory=host", .output_caps = "video/encoded",
+    // Devices: where frames come from; the encoder itself is libavcodec's.
+    .devices = REEL_RUNS_ON_CPU | REEL_RUNS_ON_VULKAN,
+    .input_caps = "video/raw,memory=host|device", .output_caps = "video/encoded,memory=host",
     .want = want,
     .configure = configure,
     .start = start,
     .process = process,
     .flush = flush,
     .stop = stop,
-    .uninit = stop,
+    .uninit = uninit,
 };

@@ -55,6 +55,9 @@ typedef struct reel_device_fns {
     int (*submit_recorded)(reel_device *dev, void *rec, reel_kernel *const *k, const reel_dispatch_params *p, int n,
                            uint64_t *point);
     void (*free_recorded)(reel_device *dev, void *rec);
+    // Optional: a copy between two checked mems of the device on the device
+    // (reel_mem_copy); without it both must be host-visible.
+    int (*copy)(reel_mem *dst, size_t dst_offset, reel_mem *src, size_t src_offset, size_t size);
     // Optional: an exportable mem's allocation as an fd (reel_mem_export_fd).
     int (*export_fd)(reel_mem *m, reel_mem_export *out, GError **error);
 } reel_device_fns;

@@ -201,6 +201,11 @@ int reel_mem_wait_idle(reel_mem *m)
     return busy ? reel_device_wait(m->dev, busy) : 0;
 }
 
+bool reel_mem_exportable(const reel_mem *m)
+{
+    return !m->parent && m->exportable;
+}
+
 int reel_mem_export_fd(reel_mem *m, reel_mem_export *out, GError **error)
 {
     if (m->parent || !m->exportable) {
@@ -277,6 +282,29 @@ int reel_mem_upload(reel_mem *m, size_t offset, const void *src, size_t size, re
     }
     count(m, size, true, acc);
     return 0;
+}
+
+int reel_mem_copy(reel_mem *dst, size_t dst_offset, reel_mem *src, size_t src_offset, size_t size)
+{
+    if (dst->dev != src->dev || reel_mem_root_(dst) == reel_mem_root_(src) || dst_offset > dst->size
+        || size > dst->size - dst_offset || src_offset > src->size || size > src->size - src_offset)
+        return REEL_EINVAL;
+    if (!size)
+        return 0;
+    if (dst->dev->fns->copy)
+        return dst->dev->fns->copy(dst, dst_offset, src, src_offset, size);
+    // Memory the host sees (the cpu device); mapping waits as a reader and
+    // a writer of them would.
+    void *from, *to;
+    int err = reel_mem_map(src, REEL_MAP_READ, &from);
+    if (err)
+        return err;
+    if (!(err = reel_mem_map(dst, REEL_MAP_WRITE, &to))) {
+        memcpy((char *)to + dst_offset, (const char *)from + src_offset, size);
+        reel_mem_unmap(dst);
+    }
+    reel_mem_unmap(src);
+    return err;
 }
 
 int reel_mem_download(reel_mem *m, size_t offset, void *dst, size_t size, reel_xfer *acc)

@@ -85,12 +85,14 @@ static int place_element(reel_pipeline *p, reel_element *e, GError **error)
 }
 
 // The memory an element reads (input side) or writes: what its template
-// says, else its device's.
+// says, else its device's. A template that names both (memory=host|device:
+// encode, which reads device frames on the GPU or downloads them itself)
+// takes either, so no transfer goes before it.
 static unsigned side_memory(const reel_element *e, bool output)
 {
     const char *text = output ? e->klass->output_caps : e->klass->input_caps;
     reel_caps c;
-    if (text && reel_caps_parse(text, &c, NULL, NULL) && c.memory != REEL_MEMORY_ANY)
+    if (text && reel_caps_parse(text, &c, NULL, NULL) && (c.memory != REEL_MEMORY_ANY || strstr(text, "memory=")))
         return c.memory;
     return e->dev && !is_cpu(e->dev) ? REEL_MEMORY_DEVICE : REEL_MEMORY_HOST;
 }

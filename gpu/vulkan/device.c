@@ -85,6 +85,7 @@ static const reel_device_fns vk_device_fns = {
     .submit_recorded = vk_submit_recorded,
     .free_recorded = vk_free_recorded,
     .export_fd = vk_export_fd,
+    .copy = vk_copy,
 };
 
 static int fail(GError **error, int code, const reel_device_info *info, const char *what)

@@ -206,6 +206,33 @@ done:
     return err;
 }
 
+// One copy command between two mems (views within their parents), after
+// src's last write and every use of dst; the host does not wait.
+int vk_copy(reel_mem *dst, size_t dst_offset, reel_mem *src, size_t src_offset, size_t size)
+{
+    reel_device *dev = dst->dev;
+    VkCommandBuffer cmd = vk_begin(dev);
+    if (!cmd)
+        return REEL_ENOMEM_DEVICE;
+    reel_mem *from = reel_mem_root_(src), *to = reel_mem_root_(dst);
+    VkBufferCopy region = {
+        .srcOffset = src->offset + src_offset,
+        .dstOffset = dst->offset + dst_offset,
+        .size = size,
+    };
+    vkCmdCopyBuffer(cmd, ((vk_buf *)from->priv)->buf, ((vk_buf *)to->priv)->buf, 1, &region);
+    uint64_t ready = atomic_load(&from->ready), from_busy = atomic_load(&from->busy);
+    uint64_t to_ready = atomic_load(&to->ready), to_busy = atomic_load(&to->busy), point = 0;
+    int err = vk_submit_end(dev, cmd, MAX(ready, MAX(to_ready, to_busy)), false, &point);
+    if (!err) {
+        atomic_store(&to->ready, point);
+        atomic_store(&to->busy, MAX(to_busy, point));
+        atomic_store(&from->busy, MAX(from_busy, point));
+    }
+    vk_unlock(dev);
+    return err;
+}
+
 int vk_upload(reel_mem *m, size_t offset, const void *src, size_t size)
 {
     return staged_copy(m, offset, (void *)src, size, true);

@@ -69,6 +69,7 @@ void vk_mem_free(reel_device *dev, reel_mem *m);
 int vk_upload(reel_mem *m, size_t offset, const void *src, size_t size);
 int vk_download(reel_mem *m, size_t offset, void *dst, size_t size);
 int vk_export_fd(reel_mem *m, reel_mem_export *out, GError **error);
+int vk_copy(reel_mem *dst, size_t dst_offset, reel_mem *src, size_t src_offset, size_t size);
 // The usage every reel buffer has (storage, transfers both ways).
 #define VK_BUF_USAGE \
     (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT)

@@ -202,6 +202,9 @@ typedef struct reel_mem_export {
     bool dedicated;         // one buffer's own allocation (CUDA: CUDA_EXTERNAL_MEMORY_DEDICATED)
 } reel_mem_export;
 
+// Whether m is one reel_mem_export_fd takes: made .exportable, not a view.
+REEL_API bool reel_mem_exportable(const reel_mem *m);
+
 // Errors: REEL_EINVAL for a view or a mem made without .exportable;
 // REEL_EUNSUPPORTED where the device cannot export (the cpu device, a Vulkan
 // driver without VK_KHR_external_memory_fd). Thread-safety: any thread.
@@ -242,6 +245,17 @@ typedef struct reel_xfer {
 // writers of one mem race as they would on any memory.
 REEL_API int reel_mem_upload(reel_mem *m, size_t offset, const void *src, size_t size, reel_xfer *acc);
 REEL_API int reel_mem_download(reel_mem *m, size_t offset, void *dst, size_t size, reel_xfer *acc);
+
+// Copies `size` bytes of src at src_offset into dst at dst_offset on the
+// device (a copy command on Vulkan, memcpy where the host sees both): for
+// memory another API must read that was not allocated for it (encode's
+// exportable staging for NVENC). On the GPU it waits for src's last write
+// and every use of dst, sets dst's ready point and returns without the
+// host waiting. Nothing crosses between host and device: no bytes are
+// counted. Returns 0, REEL_EINVAL (a range outside either mem, mems of two
+// devices, or two views of one allocation), REEL_ENOMEM_DEVICE,
+// REEL_EDEVICE_LOST. Thread-safety: any thread.
+REEL_API int reel_mem_copy(reel_mem *dst, size_t dst_offset, reel_mem *src, size_t src_offset, size_t size);
 
 // ---- kernels --------------------------------------------------------------
 

@@ -278,6 +278,7 @@ static void test_export(void **state)
         return;
     }
     assert_non_null(m);
+    assert_true(reel_mem_exportable(m));
     assert_int_equal(reel_mem_export_fd(m, &ex, &error), 0);
     struct stat st;
     assert_int_equal(fstat(ex.fd, &st), 0);
@@ -299,10 +300,12 @@ static void test_export(void **state)
 
     // Plain memory and views do not export.
     reel_mem *plain = mem_new(dev, 4096, REEL_MEM_DEVICE);
+    assert_false(reel_mem_exportable(plain));
     assert_int_equal(reel_mem_export_fd(plain, &ex, &error), REEL_EINVAL);
     assert_non_null(strstr(error->message, "not made exportable"));
     g_clear_error(&error);
     reel_mem *view = reel_mem_new_view(m, REEL_MEM_VIEW_ALIGN, 256, NULL);
+    assert_false(reel_mem_exportable(view));
     assert_int_equal(reel_mem_export_fd(view, &ex, &error), REEL_EINVAL);
     g_clear_error(&error);
     reel_mem_unref(&view);
@@ -385,6 +388,60 @@ static void test_transfer_counts(void **state)
     assert_int_equal(after.bytes_to_host - before.bytes_to_host, down);
     reel_mem_unref(&d);
     reel_mem_unref(&h);
+}
+
+// A copy on the device: the bytes land at the offset asked for, after the
+// upload that wrote them (no host wait between), nothing around them
+// touched, no bytes counted; a view copies within its parent; bad ranges
+// and two views of one allocation are refused.
+static void test_copy(void **state)
+{
+    reel_device *dev = *state;
+    enum { N = 70000 };
+    uint8_t *in = g_malloc(N), *out = g_malloc(N + 512), *fill = g_malloc(N + 512);
+    for (int i = 0; i < N; i++)
+        in[i] = (uint8_t)(i * 7 + i / 251);
+    memset(fill, 0xA5, N + 512);
+    reel_mem *src = mem_new(dev, N, REEL_MEM_DEVICE), *dst = mem_new(dev, N + 512, REEL_MEM_DEVICE);
+    assert_int_equal(reel_mem_upload(dst, 0, fill, N + 512, NULL), 0);
+    assert_int_equal(reel_mem_upload(src, 0, in, N, NULL), 0);
+    reel_device_stats before, after;
+    reel_device_get_stats(dev, &before);
+    assert_int_equal(reel_mem_copy(dst, 300, src, 0, N), 0);
+    reel_device_get_stats(dev, &after);
+    assert_int_equal(after.bytes_to_device - before.bytes_to_device, 0);
+    assert_int_equal(after.bytes_to_host - before.bytes_to_host, 0);
+    assert_int_equal(reel_mem_download(dst, 0, out, N + 512, NULL), 0);
+    assert_memory_equal(out + 300, in, N);
+    assert_memory_equal(out, fill, 300);
+    assert_memory_equal(out + 300 + N, fill, 212);
+    // From a view (its offset within the parent) into a fresh mem.
+    reel_mem *view = reel_mem_new_view(dst, REEL_MEM_VIEW_ALIGN, 4096, NULL);
+    reel_mem *small = mem_new(dev, 1000, REEL_MEM_DEVICE);
+    assert_non_null(view);
+    assert_int_equal(reel_mem_copy(small, 0, view, 44, 1000), 0); // dst bytes 300 .. 1299: in[0 .. 999]
+    assert_int_equal(reel_mem_download(small, 0, out, 1000, NULL), 0);
+    assert_memory_equal(out, in, 1000);
+    assert_int_equal(reel_mem_copy(small, 1, src, 0, 1000), REEL_EINVAL);
+    assert_int_equal(reel_mem_copy(small, 0, src, N - 999, 1000), REEL_EINVAL);
+    assert_int_equal(reel_mem_copy(view, 0, dst, 0, 16), REEL_EINVAL);
+    assert_int_equal(reel_mem_copy(small, 0, src, 0, 0), 0);
+    // Into exportable memory, as encode stages frames for CUDA.
+    reel_mem *shared = vulkan && reel_device_info_of(dev)->external_memory
+                           ? reel_mem_new(dev, reel_mem_params(.size = N, .domain = REEL_MEM_DEVICE, .exportable = true),
+                                          NULL)
+                           : NULL;
+    if (shared) {
+        assert_int_equal(reel_mem_copy(shared, 0, src, 0, N), 0);
+        assert_int_equal(reel_mem_download(shared, 0, out, N, NULL), 0);
+        assert_memory_equal(out, in, N);
+        reel_mem_unref(&shared);
+    }
+    reel_mem_unref(&view);
+    reel_mem_unref(&small);
+    reel_mem_unref(&src);
+    reel_mem_unref(&dst);
+    g_free(in), g_free(out), g_free(fill);
 }
 
 static void test_timestamp(void **state)
@@ -479,6 +536,7 @@ int main(int argc, char **argv)
         T(test_export),
         T(test_budget),
         T(test_transfer_counts),
+        T(test_copy),
         T(test_timestamp),
         T(test_kernel_errors),
         T(test_pipeline_cache), // last: Vulkan only, the cpu compiles nothing
