@@ -1,29 +1,35 @@
 // ocr: reads the text in each detection of a frame, as PaddleOCR's
 // recognition stage does: the region (the rotated box a text detector put
-// in its 4 landmarks, else the box) cut upright from the frame and scaled to
-// the recognizer's height keeping its aspect, the recognizer (PP-OCRv4's,
-// from the zoo: ppocr-rec) run on it, its output decoded by greedy CTC
-// against the key list. The text and its score go into the detection
-// (reel_detection.text, .text_score); regions read below `threshold` are
-// dropped, as PaddleOCR drops them. Runs on the cpu on host frames (frames
-// in device memory are read through a host copy).
-#include <math.h>
+// in its 4 landmarks, else the box) cut upright from the frame
+// (ocr_crop.c), with `classifier` turned 180 degrees where the angle
+// classifier finds it upside down (ocr_cls.c; its landmarks then start at
+// the corner the text reads from), scaled to the recognizer's height keeping
+// its aspect, the recognizer (PP-OCRv4's, from the zoo: ppocr-rec) run on
+// it, its output decoded by greedy CTC against the key list. The text and
+// its score go into the detection (reel_detection.text, .text_score);
+// regions read below `threshold` are dropped, as PaddleOCR drops them. Runs
+// on the cpu on host frames (frames in device memory are read through a host
+// copy).
 #include <string.h>
 
 #include "elements/ctc.h"
 #include "elements/manifest.h"
+#include "elements/ocr_cls.h"
+#include "elements/ocr_crop.h"
 #include "reel/reel.h"
 
 typedef struct ocr_priv {
-    char *model_spec, *keys_path;
+    char *model_spec, *keys_path, *cls_spec;
     int threads, height, min_width, max_width;
-    double threshold;
+    double threshold, cls_threshold;
     bool space;
 
     reel_model_file ref;
     reel_model *model;
     reel_session *session;
     reel_ctc_keys keys;
+    reel_ocr_cls cls;
+    bool has_cls;
     uint8_t *scratch; // a host copy of device frames
     size_t scratch_size;
 } ocr_priv;
@@ -44,6 +50,12 @@ static const reel_prop props[] = {
       .help = "narrower crops are padded to this width (PaddleOCR's 320 at height 48)" },
     { "max-width", REEL_PROP_INT, offsetof(ocr_priv, max_width), "1920", 8, 8192,
       .help = "wider crops are squeezed to this width" },
+    { "classifier", REEL_PROP_STRING, offsetof(ocr_priv, cls_spec), NULL, .flags = REEL_PROP_READS_FILE,
+      .help = "an angle classifier run first (an .onnx file or a zoo name: ppocr-cls); input [N,3,H,W], output "
+              "[N,2]: 0 and 180 degrees; empty: none" },
+    { "cls-threshold", REEL_PROP_DOUBLE, offsetof(ocr_priv, cls_threshold), "0.9", 0, 1,
+      .help = "turn a region 180 degrees where the classifier says so with at least this probability",
+      .flags = REEL_PROP_MUTABLE },
     { "threads", REEL_PROP_INT, offsetof(ocr_priv, threads), "1", 0, 256,
       .help = "threads of the recognizer's kernels; 0: one per core" },
     { NULL },
@@ -113,157 +125,35 @@ static int start(reel_element *e)
         return fail(e, REEL_EFORMAT, err, s->ref.path);
     if ((rc = check_model(e)) < 0 || (rc = load_keys(e)) < 0 || (rc = check_classes(e)) < 0)
         return rc;
-    s->session = reel_session_new(s->model, reel_session_params(.threads = s->threads), &err);
-    return s->session ? 0 : fail(e, REEL_EINTERNAL, err, "recognizer session");
-}
-
-// ---- reading the frame
-
-typedef struct frame_view {
-    const reel_buffer *b;
-    reel_pixfmt fmt;
-    int w, h;
-} frame_view;
-
-static int clampi(int v, int hi)
-{
-    return v < 0 ? 0 : v > hi ? hi : v;
-}
-
-// Pixel (x, y), clamped to the frame, as B, G, R in 0..255 (BT.601).
-static void pixel(const frame_view *f, int x, int y, float bgr[3])
-{
-    x = clampi(x, f->w - 1);
-    y = clampi(y, f->h - 1);
-    const reel_buffer *b = f->b;
-    const uint8_t *p;
-    float r, g, bl;
-    switch (f->fmt) {
-    case REEL_PIXFMT_RGB24:
-    case REEL_PIXFMT_BGR24:
-    case REEL_PIXFMT_RGBA:
-    case REEL_PIXFMT_BGRA: {
-        int bpp = f->fmt == REEL_PIXFMT_RGB24 || f->fmt == REEL_PIXFMT_BGR24 ? 3 : 4;
-        bool rgb = f->fmt == REEL_PIXFMT_RGB24 || f->fmt == REEL_PIXFMT_RGBA;
-        p = b->planes[0] + (size_t)y * (size_t)b->strides[0] + (size_t)x * (size_t)bpp;
-        r = p[rgb ? 0 : 2];
-        g = p[1];
-        bl = p[rgb ? 2 : 0];
-        break;
+    if (!(s->session = reel_session_new(s->model, reel_session_params(.threads = s->threads), &err)))
+        return fail(e, REEL_EINTERNAL, err, "recognizer session");
+    if (s->cls_spec && s->cls_spec[0]) {
+        s->has_cls = true;
+        if ((rc = reel_ocr_cls_open(&s->cls, s->cls_spec, s->threads, &err)) < 0)
+            return fail(e, rc, err, "classifier");
     }
-    case REEL_PIXFMT_GRAY8:
-        r = g = bl = b->planes[0][(size_t)y * (size_t)b->strides[0] + (size_t)x];
-        break;
-    default: { // yuv420p, yuvj420p, nv12
-        float Y = b->planes[0][(size_t)y * (size_t)b->strides[0] + (size_t)x], U, V;
-        size_t cy = (size_t)(y / 2) * (size_t)b->strides[1];
-        if (f->fmt == REEL_PIXFMT_NV12) {
-            U = b->planes[1][cy + (size_t)(x / 2) * 2];
-            V = b->planes[1][cy + (size_t)(x / 2) * 2 + 1];
-        } else {
-            U = b->planes[1][cy + (size_t)(x / 2)];
-            V = b->planes[2][(size_t)(y / 2) * (size_t)b->strides[2] + (size_t)(x / 2)];
-        }
-        U -= 128;
-        V -= 128;
-        if (f->fmt != REEL_PIXFMT_YUVJ420P) {
-            Y = (Y - 16) * 1.164f;
-            U *= 1.138f; // 255 / 224: chroma to full range
-            V *= 1.138f;
-        }
-        r = Y + 1.402f * V;
-        g = Y - 0.344f * U - 0.714f * V;
-        bl = Y + 1.772f * U;
-    }
-    }
-    bgr[0] = CLAMP(bl, 0, 255);
-    bgr[1] = CLAMP(g, 0, 255);
-    bgr[2] = CLAMP(r, 0, 255);
+    return 0;
 }
 
-// Bilinear between the four pixels around (x, y), continuous coordinates.
-static void sample(const frame_view *f, float x, float y, float bgr[3])
+// The recognizer's input for one region: [1, 3, height, width], the crop
+// at the left (at least min_width, at most max_width wide), zeros after it.
+static reel_tensor *crop(const ocr_priv *s, const reel_ocr_frame *f, const reel_ocr_region *r)
 {
-    float fx = x - 0.5f, fy = y - 0.5f, x0 = floorf(fx), y0 = floorf(fy), ax = fx - x0, ay = fy - y0;
-    float q[4][3];
-    pixel(f, (int)x0, (int)y0, q[0]);
-    pixel(f, (int)x0 + 1, (int)y0, q[1]);
-    pixel(f, (int)x0, (int)y0 + 1, q[2]);
-    pixel(f, (int)x0 + 1, (int)y0 + 1, q[3]);
-    for (int c = 0; c < 3; c++)
-        bgr[c] = (q[0][c] * (1 - ax) + q[1][c] * ax) * (1 - ay) + (q[2][c] * (1 - ax) + q[3][c] * ax) * ay;
-}
-
-static float dist(const float *p, const float *q)
-{
-    return hypotf(p[0] - q[0], p[1] - q[1]);
-}
-
-// The region's corners, top left first clockwise, as it reads: a box much
-// taller than wide is taken as turned (PaddleOCR turns such crops a
-// quarter, counter-clockwise).
-static void region(const reel_detection *d, float c[4][2], float *w, float *h)
-{
-    const float box[4][2] = { { d->x0, d->y0 }, { d->x1, d->y0 }, { d->x1, d->y1 }, { d->x0, d->y1 } };
-    memcpy(c, d->n_landmarks == 4 ? d->landmarks : box, sizeof box);
-    *w = fmaxf(dist(c[0], c[1]), dist(c[3], c[2]));
-    *h = fmaxf(dist(c[0], c[3]), dist(c[1], c[2]));
-    if (*h >= 1.5f * *w) {
-        float t[4][2];
-        for (int k = 0; k < 4; k++)
-            memcpy(t[k], c[(k + 1) % 4], sizeof t[k]);
-        memcpy(c, t, sizeof t);
-        float swap = *w;
-        *w = *h;
-        *h = swap;
-    }
-}
-
-// The recognizer's input for one region: [1, 3, height, width], B, G, R
-// scaled to -1..1, the crop `cw` wide at the left, zeros after it.
-static reel_tensor *crop(const ocr_priv *s, const frame_view *f, const reel_detection *d)
-{
-    float c[4][2], w, h;
-    region(d, c, &w, &h);
-    if (!(w >= 1 && h >= 1))
-        return NULL;
-    int H = s->height, cw = (int)ceilf((float)H * w / h);
-    cw = CLAMP(cw, 1, s->max_width);
-    int W = MAX(cw, s->min_width);
-    int64_t shape[4] = { 1, 3, H, W };
+    int cw = reel_ocr_crop_width(r, s->height, s->max_width), W = MAX(cw, s->min_width);
+    int64_t shape[4] = { 1, 3, s->height, W };
     reel_tensor *t = reel_tensor_new(REEL_DTYPE_FLOAT32, 4, shape);
-    if (!t)
-        return NULL;
-    float *v = t->data;
-    size_t plane = (size_t)H * (size_t)W;
-    memset(v, 0, plane * 3 * sizeof *v);
-    for (int y = 0; y < H; y++) {
-        float ty = ((float)y + 0.5f) / (float)H;
-        for (int x = 0; x < cw; x++) {
-            float tx = ((float)x + 0.5f) / (float)cw, px = 0, py = 0, bgr[3];
-            // Bilinear in the quad's corners: exact for rectangles.
-            const float wt[4] = { (1 - tx) * (1 - ty), tx * (1 - ty), tx * ty, (1 - tx) * ty };
-            for (int k = 0; k < 4; k++) {
-                px += wt[k] * c[k][0];
-                py += wt[k] * c[k][1];
-            }
-            sample(f, px, py, bgr);
-            for (int ch = 0; ch < 3; ch++)
-                v[(size_t)ch * plane + (size_t)y * (size_t)W + (size_t)x] = bgr[ch] / 127.5f - 1;
-        }
-    }
+    if (t)
+        reel_ocr_crop(f, r, cw, s->height, W, t->data);
     return t;
 }
 
-// Runs the recognizer on detection d and fills in its text.
-static int read_text(reel_element *e, const frame_view *f, reel_detection *d)
+// Runs the recognizer on region r of detection d and fills in its text.
+static int read_text(reel_element *e, const reel_ocr_frame *f, const reel_ocr_region *r, reel_detection *d)
 {
     ocr_priv *s = reel_element_priv(e);
-    d->text[0] = '\0';
-    d->text_score = 0;
-    reel_tensor *in = crop(s, f, d), *out = NULL;
+    reel_tensor *in = crop(s, f, r), *out = NULL;
     if (!in)
-        return 0; // an empty region reads as nothing
+        return reel_element_error(e, REEL_ENOMEM, "no memory for the recognizer's input");
     GError *err = NULL;
     int rc = reel_session_run(s->session, &in, &out, &err);
     reel_tensor_free(&in);
@@ -281,19 +171,44 @@ static int read_text(reel_element *e, const frame_view *f, reel_detection *d)
     return rc;
 }
 
+// The regions of the detections; the classifier turns those upside down
+// (and their landmarks with them, so that they start where the text reads
+// from); the recognizer reads each. Empty regions read as nothing.
 static int read_all(reel_element *e, const reel_buffer *frame, reel_detections *dets)
 {
     ocr_priv *s = reel_element_priv(e);
-    frame_view f = { frame, (reel_pixfmt)__builtin_ctzll(frame->format.pixfmts), frame->format.width,
-                     frame->format.height };
-    int kept = 0;
+    reel_ocr_frame f = { frame, (reel_pixfmt)__builtin_ctzll(frame->format.pixfmts), frame->format.width,
+                         frame->format.height };
+    reel_ocr_region *regions = g_new(reel_ocr_region, dets->n);
+    int *of = g_new(int, dets->n), n = 0; // regions[k] is of detection of[k]
     for (int i = 0; i < dets->n; i++) {
-        int rc = read_text(e, &f, &dets->items[i]);
+        dets->items[i].text[0] = '\0';
+        dets->items[i].text_score = 0;
+        if (reel_ocr_region_of(&dets->items[i], &regions[n]))
+            of[n++] = i;
+    }
+    int rc = 0;
+    if (s->has_cls && n > 0) {
+        bool *turned = g_new(bool, n);
+        GError *err = NULL;
+        rc = reel_ocr_cls_run(&s->cls, &f, regions, n, (float)s->cls_threshold, turned, &err);
         if (rc < 0)
-            return rc;
+            rc = fail(e, rc, err, "classifier");
+        for (int k = 0; rc == 0 && k < n; k++)
+            if (turned[k] && dets->items[of[k]].n_landmarks == 4)
+                memcpy(dets->items[of[k]].landmarks, regions[k].c, sizeof regions[k].c);
+        g_free(turned);
+    }
+    for (int k = 0; rc == 0 && k < n; k++)
+        rc = read_text(e, &f, &regions[k], &dets->items[of[k]]);
+    g_free(regions);
+    g_free(of);
+    if (rc < 0)
+        return rc;
+    int kept = 0;
+    for (int i = 0; i < dets->n; i++)
         if (dets->items[i].text[0] && dets->items[i].text_score >= (float)s->threshold)
             dets->items[kept++] = dets->items[i];
-    }
     dets->n = kept;
     return 0;
 }
@@ -337,6 +252,9 @@ static void stop(reel_element *e)
     reel_model_unref(&s->model);
     reel_model_file_clear(&s->ref);
     reel_ctc_keys_clear(&s->keys);
+    if (s->has_cls)
+        reel_ocr_cls_close(&s->cls);
+    s->has_cls = false;
     g_clear_pointer(&s->scratch, g_free);
     s->scratch_size = 0;
 }
