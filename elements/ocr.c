@@ -54,7 +54,7 @@ static const reel_prop props[] = {
       .help = "an angle classifier run first (an .onnx file or a zoo name: ppocr-cls); input [N,3,H,W], output "
               "[N,2]: 0 and 180 degrees; empty: none" },
     { "cls-threshold", REEL_PROP_DOUBLE, offsetof(ocr_priv, cls_threshold), "0.9", 0, 1,
-      .help = "turn a region 180 degrees where the classifier says so with at least this probability",
+      .help = "turn a region 180 degrees where the classifier says so with a probability above this (1: never)",
       .flags = REEL_PROP_MUTABLE },
     { "threads", REEL_PROP_INT, offsetof(ocr_priv, threads), "1", 0, 256,
       .help = "threads of the recognizer's kernels; 0: one per core" },

@@ -83,8 +83,9 @@ static int run_batch(reel_ocr_cls *c, const reel_ocr_frame *f, reel_ocr_region *
     } else {
         const float *p = out->data;
         for (int i = 0; i < n; i++) {
-            // PaddleOCR's ClsPostProcess: the likelier label; "180" turns.
-            turned[i] = p[2 * i + 1] > p[2 * i] && p[2 * i + 1] >= threshold;
+            // PaddleOCR's ClsPostProcess and TextClassifier: the likelier label;
+            // "180" above the threshold turns (1: never).
+            turned[i] = p[2 * i + 1] > p[2 * i] && p[2 * i + 1] > threshold;
             if (turned[i])
                 reel_ocr_region_turn(&regions[i]);
         }

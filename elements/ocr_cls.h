@@ -2,8 +2,9 @@
 // ppocr-cls) says of each upright-cut region whether it reads upside down,
 // as PaddleOCR's TextClassifier does: the region scaled to the classifier's
 // height (48) keeping its aspect, squeezed to at most its width (192) and
-// padded right with zeros, [-1, 1] BGR; class 1 (180 degrees) at
-// `threshold` or above turns the region. Regions go through in batches.
+// padded right with zeros, [-1, 1] BGR; class 1 (180 degrees) with a
+// probability above `threshold` turns the region. Regions go through in
+// batches.
 #ifndef REEL_ELEMENTS_OCR_CLS_H
 #define REEL_ELEMENTS_OCR_CLS_H
 
@@ -26,7 +27,7 @@ int reel_ocr_cls_open(reel_ocr_cls *c, const char *spec, int threads, GError **e
 void reel_ocr_cls_close(reel_ocr_cls *c);
 
 // Classifies n regions of frame f; turns (reel_ocr_region_turn) each one it
-// finds upside down with probability >= threshold and sets turned[i].
+// finds upside down with a probability above threshold and sets turned[i].
 // Returns 0, or an error code with *error set.
 int reel_ocr_cls_run(reel_ocr_cls *c, const reel_ocr_frame *f, reel_ocr_region *regions, int n, float threshold,
                      bool *turned, GError **error);

@@ -3,7 +3,9 @@
 // against a key list written here (blanks, repeats, the space, a key that
 // does not fit whole), then the real PP-OCRv4 models (scripts/fetch-models
 // ppocr-det ppocr-rec) on words ffmpeg draws with DejaVu Sans: the texts
-// read exactly and every box around its word's ink; the JSON; the errors.
+// read exactly and every box around its word's ink; the JSON; words drawn
+// upside down, read with the angle classifier (ppocr-cls) and misread
+// without; the errors.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -247,6 +249,15 @@ static bool have_models(void)
     return ok;
 }
 
+static bool have_classifier(void)
+{
+    const char *models = getenv("REEL_MODEL_DIR") ? getenv("REEL_MODEL_DIR") : REEL_TEST_MODEL_CACHE;
+    char *path = g_build_filename(models, "ppocr/ch_ppocr_mobile_v2.0_cls_infer.onnx", NULL);
+    bool ok = g_file_test(path, G_FILE_TEST_EXISTS);
+    g_free(path);
+    return ok;
+}
+
 static void run_ffmpeg(char **argv)
 {
     char *err = NULL;
@@ -267,7 +278,7 @@ static char *render(const char *name, const char *filter, int frames, uint8_t **
     char *clip = g_strdup_printf("%s/%s.mp4", work, name), *raw = g_strdup_printf("%s/%s.gray", work, name);
     char *n = g_strdup_printf("%d", frames);
     char *make[] = { "ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "color=c=white:s=640x360:r=10",
-                     "-vf", (char *)filter, "-frames:v", n, "-c:v", "libx264", "-crf", "16", "-pix_fmt", "yuv420p",
+                     "-filter_complex", (char *)filter, "-frames:v", n, "-c:v", "libx264", "-crf", "16", "-pix_fmt", "yuv420p",
                      clip, NULL };
     run_ffmpeg(make);
     char *ink[] = { "ffmpeg", "-v", "error", "-nostdin", "-y", "-i", clip, "-frames:v", "1", "-f", "rawvideo",
@@ -333,10 +344,12 @@ static float outside_quad(const float c[4][2], float x, float y)
 }
 
 // Every ink pixel (darker than mid grey) within rows [y0, y1) lies in the
-// detection's quad, its centre at most 2 px outside (DB's boxes are tight:
-// regions the model shrinks, grown back by a rule; 1.3 and 1.75 px
-// measured), and the box reaches no more than `margin` px beyond the ink.
-static void assert_around_ink(const reel_detection *d, const uint8_t *gray, int y0, int y1, float margin)
+// detection's quad, its centre at most `outside` px out of it (DB's boxes
+// are tight: regions the model shrinks, grown back by a rule; 1.3 and
+// 1.75 px measured on upright words, so 2), and the box reaches no more than
+// `margin` px beyond the ink.
+static void assert_around_ink_by(const reel_detection *d, const uint8_t *gray, int y0, int y1, float outside,
+                                 float margin)
 {
     assert_int_equal(d->n_landmarks, 4);
     int ix0 = 640, ix1 = -1, iy0 = 360, iy1 = -1;
@@ -354,12 +367,17 @@ static void assert_around_ink(const reel_detection *d, const uint8_t *gray, int 
     assert_true(ix1 > ix0);
     printf("\"%s\": ink %d,%d..%d,%d, box %.1f,%.1f..%.1f,%.1f, ink at most %.2f px outside\n", d->text, ix0, iy0,
            ix1, iy1, d->x0, d->y0, d->x1, d->y1, worst);
-    if (worst > 2.0f)
+    if (worst > outside)
         fail_msg("ink of \"%s\" %.2f px outside its box", d->text, worst);
     if (d->x0 < (float)ix0 - margin || d->x1 > (float)ix1 + margin || d->y0 < (float)iy0 - margin
         || d->y1 > (float)iy1 + margin)
         fail_msg("box of \"%s\" %.1f,%.1f..%.1f,%.1f reaches more than %.0f px beyond its ink %d,%d..%d,%d", d->text,
                  d->x0, d->y0, d->x1, d->y1, margin, ix0, iy0, ix1, iy1);
+}
+
+static void assert_around_ink(const reel_detection *d, const uint8_t *gray, int y0, int y1, float margin)
+{
+    assert_around_ink_by(d, gray, y0, y1, 2, margin);
 }
 
 static void test_reads_rendered_words(void **state)
@@ -387,6 +405,31 @@ static void test_reads_rendered_words(void **state)
         // drawtext's words: rows 60..120 and 250..300 of the frame.
         assert_around_ink(a, gray, 0, 180, 12);
         assert_around_ink(b, gray, 180, 360, 12);
+    }
+
+    // With the angle classifier: the same texts, the boxes' corners as
+    // they were (nothing turned).
+    if (have_classifier()) {
+        GPtrArray *without = grabbed;
+        grabbed = g_ptr_array_new_with_free_func(unref_buffer);
+        text = g_strdup_printf("source location=%s ! decode ! preprocess ! infer model=ppocr-det ! detect ! "
+                               "ocr classifier=ppocr-cls ! grab", clip);
+        run_ok(text);
+        g_free(text);
+        assert_int_equal(grabbed->len, without->len);
+        for (guint f = 0; f < grabbed->len; f++) {
+            const reel_detections *d = reel_buffer_get_meta(grabbed->pdata[f], &reel_detections_meta),
+                                  *was = reel_buffer_get_meta(without->pdata[f], &reel_detections_meta);
+            assert_int_equal(d->n, was->n);
+            for (int i = 0; i < d->n; i++) {
+                assert_string_equal(d->items[i].text, was->items[i].text);
+                assert_near(d->items[i].text_score, was->items[i].text_score, 1e-6, "text score");
+                assert_memory_equal(d->items[i].landmarks, was->items[i].landmarks, sizeof(float) * 8);
+            }
+        }
+        g_ptr_array_free(without, TRUE);
+    } else {
+        printf("NOTE: no ppocr-cls (scripts/fetch-models ppocr-cls): the classifier on upright words not checked\n");
     }
 
     // The same through metasink: the text and its score in the JSON.
@@ -432,6 +475,72 @@ static void test_reads_turned_words(void **state)
     g_free(clip);
 }
 
+// Words drawn upside down (a text layer turned 180 degrees, below upright
+// words): without the classifier the recognizer misreads them; with it they
+// read exactly, the upright words as before, and the turned box's corners
+// start at its bottom right, where the turned text reads from.
+static void test_reads_upside_down_words(void **state)
+{
+    (void)state;
+    if (!have_models() || !have_classifier() || !g_file_test(FONT, G_FILE_TEST_EXISTS) || !have_ffmpeg())
+        reel_skip("no PP-OCRv4 models or classifier (scripts/fetch-models ppocr-det ppocr-rec ppocr-cls), no " FONT
+                  " (fonts-dejavu-core) or no ffmpeg");
+    uint8_t *gray = NULL;
+    char *clip = render("upside-down", "color=c=white:s=640x180:r=10,drawtext=fontfile=" FONT ":text='Upside down':"
+                                       "fontsize=52:fontcolor=black:x=150:y=60,vflip,hflip[turned];"
+                                       "[0][turned]overlay=0:180,drawtext=fontfile=" FONT ":text='REEL 2026':"
+                                       "fontsize=56:fontcolor=black:x=60:y=60",
+                        2, &gray);
+    char *text = g_strdup_printf("source location=%s ! decode ! preprocess ! infer model=ppocr-det ! detect ! ocr "
+                                 "threshold=0 ! grab", clip);
+    run_ok(text);
+    g_free(text);
+    assert_int_equal(grabbed->len, 2);
+    for (guint f = 0; f < grabbed->len; f++) {
+        const reel_detections *d = reel_buffer_get_meta(grabbed->pdata[f], &reel_detections_meta);
+        assert_int_equal(d->n, 2); // threshold=0: whatever it read of the turned words stays
+        find_text(d, "REEL 2026");
+        for (int i = 0; i < d->n; i++)
+            if (strcmp(d->items[i].text, "Upside down") == 0)
+                fail_msg("read the turned words right without the classifier");
+    }
+
+    text = g_strdup_printf("source location=%s ! decode ! preprocess ! infer model=ppocr-det ! detect ! ocr "
+                           "classifier=ppocr-cls ! grab", clip);
+    run_ok(text);
+    g_free(text);
+    assert_int_equal(grabbed->len, 2);
+    for (guint f = 0; f < grabbed->len; f++) {
+        const reel_detections *d = reel_buffer_get_meta(grabbed->pdata[f], &reel_detections_meta);
+        assert_int_equal(d->n, 2);
+        const reel_detection *up = find_text(d, "REEL 2026"), *t = find_text(d, "Upside down");
+        assert_true(up->text_score > 0.9f && t->text_score > 0.9f);
+        assert_around_ink(up, gray, 0, 180, 12);
+        // The detector fits upside-down glyphs less tightly (2.52 px measured).
+        assert_around_ink_by(t, gray, 180, 360, 3, 12);
+        // Top left (as it reads) at the bottom right of the frame's box, top
+        // right to its left: the box's top edge points left, 180 degrees.
+        const float *tl = t->landmarks[0], *tr = t->landmarks[1];
+        assert_true(tl[0] > t->landmarks[2][0] && tl[1] > t->landmarks[2][1]);
+        double deg = fabs(atan2(tr[1] - tl[1], tr[0] - tl[0]) * 180 / G_PI);
+        assert_near(deg, 180, 3, "the turned box's angle");
+        const float *utl = up->landmarks[0], *utr = up->landmarks[1];
+        assert_near(atan2(utr[1] - utl[1], utr[0] - utl[0]) * 180 / G_PI, 0, 3, "the upright box's angle");
+    }
+
+    // No probability is above 1: nothing turns, the misreading again.
+    text = g_strdup_printf("source location=%s ! decode ! preprocess ! infer model=ppocr-det ! detect ! ocr "
+                           "classifier=ppocr-cls cls-threshold=1 threshold=0 ! grab", clip);
+    run_ok(text);
+    g_free(text);
+    const reel_detections *d = reel_buffer_get_meta(grabbed->pdata[0], &reel_detections_meta);
+    assert_int_equal(d->n, 2);
+    for (int i = 0; i < d->n; i++)
+        assert_string_not_equal(d->items[i].text, "Upside down");
+    g_free(gray);
+    g_free(clip);
+}
+
 static void assert_contains(char *msg, const char *part)
 {
     if (!strstr(msg, part))
@@ -463,6 +572,31 @@ static void test_clear_errors(void **state)
                                      "not this model's");
     g_free(text);
     g_free(keys);
+
+    // Classifiers that are none: missing, the recognizer, a 3-class model.
+    if (!have_classifier())
+        return;
+    assert_contains(run_fails("testsrc num-buffers=1 ! ocr classifier=no-such-classifier ! grab"),
+                    "classifier: ");
+    assert_contains(run_fails("testsrc num-buffers=1 ! ocr classifier=ppocr-rec ! grab"),
+                    "classifier: model ");
+    assert_contains(run_fails("testsrc num-buffers=1 ! ocr classifier=ppocr-rec ! grab"),
+                    "ch_PP-OCRv4_rec_infer.onnx is no angle classifier: ocr wants one float input [N,3,H,W] and one "
+                    "output [N,2], it has 1 input(s) of rank 4 and 1 output(s) of rank 3");
+    const char *models = getenv("REEL_TEST_MODELS");
+    char *colour = models ? g_build_filename(models, "colour.onnx", NULL) : NULL;
+    if (colour && g_file_test(colour, G_FILE_TEST_EXISTS)) {
+        text = g_strdup_printf("testsrc num-buffers=1 ! ocr classifier=%s ! grab", colour);
+        char *want = g_strdup_printf("classifier: model %s gives 3 classes; an angle classifier gives 2 (0 and 180 "
+                                     "degrees)", colour);
+        assert_contains(run_fails(text), want);
+        g_free(want);
+        g_free(text);
+    } else {
+        printf("NOTE: no colour.onnx in $REEL_TEST_MODELS (tests/models/make_models.py): a 3-class classifier "
+               "not checked\n");
+    }
+    g_free(colour);
 }
 
 int main(void)
@@ -477,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_ctc_greedy),
         cmocka_unit_test(test_reads_rendered_words),
         cmocka_unit_test(test_reads_turned_words),
+        cmocka_unit_test(test_reads_upside_down_words),
         cmocka_unit_test(test_clear_errors),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
