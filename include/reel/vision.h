@@ -39,6 +39,7 @@ REEL_API void reel_buffer_set_source_frame(reel_buffer *tensor, reel_buffer *fra
 // A text detector (detect decoder=db) gives the rotated box of each text
 // region as its 4 landmarks, clockwise from the top left as the text reads
 // (top left, top right, bottom right, bottom left); x0..y1 bound them.
+// ocr's angle classifier turns them with text it finds upside down.
 typedef struct reel_detection {
     float x0, y0, x1, y1;
     float score;
