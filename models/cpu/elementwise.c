@@ -262,14 +262,22 @@ enum { relu_alpha = 0, relu_beta = 0, sqrt_alpha = 0, sqrt_beta = 0, exp_alpha =
 #define hardsigmoid_alpha 0.2f
 #define hardsigmoid_beta 0.5f
 
+// v within [lo, hi] in compares the vectorizer turns into max/min: fminf and
+// fmaxf are calls into libm per element where -ffast-math is off. A NaN stays NaN.
+static inline float clampf(float v, float lo, float hi)
+{
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+}
+
 UNARY("Relu", relu, x > 0.0f ? x : 0.0f)
 UNARY("LeakyRelu", leakyrelu, x < 0.0f ? x * alpha : x)
 UNARY("Sqrt", sqrt, sqrtf(x))
 UNARY("Exp", exp, expf(x))
 UNARY("Sigmoid", sigmoid, 1.0f / (1.0f + expf(-x)))
 UNARY("Tanh", tanh, tanhf(x))
-UNARY("HardSigmoid", hardsigmoid, fmaxf(0.0f, fminf(1.0f, alpha * x + beta)))
-UNARY("HardSwish", hardswish, x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f)))
+UNARY("HardSigmoid", hardsigmoid, clampf(alpha * x + beta, 0.0f, 1.0f))
+UNARY("HardSwish", hardswish, x * clampf(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))
 
 // ---- Clip -----------------------------------------------------------------
 
@@ -349,7 +357,7 @@ static int run_clip(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
         float *restrict o = out[0]->data;
         int64_t cnt = bcast_count(out[0]);
         for (int64_t i = 0; i < cnt; i++)
-            o[i] = fminf(fmaxf(a[i], lo), hi);
+            o[i] = clampf(a[i], lo, hi);
         return 0;
     }
     case REEL_DTYPE_FLOAT64: clip_f64(in[0], mn, mx, out[0]); return 0;

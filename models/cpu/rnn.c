@@ -333,8 +333,11 @@ static void activate(const rnn_act *a, float *restrict x, int64_t len)
             x[i] = al * tanhf(be * x[i]);
         break;
     case ACT_HARD_SIGMOID:
-        for (int64_t i = 0; i < len; i++)
-            x[i] = fminf(fmaxf(al * x[i] + be, 0.0f), 1.0f);
+        for (int64_t i = 0; i < len; i++) { // compares, not libm's fminf/fmaxf: they vectorize
+            float v = al * x[i] + be;
+            v = v < 0.0f ? 0.0f : v;
+            x[i] = v > 1.0f ? 1.0f : v;
+        }
         break;
     case ACT_ELU:
         for (int64_t i = 0; i < len; i++)
@@ -356,7 +359,7 @@ static void clip(const rnn_cfg *c, float *restrict x, int64_t len)
 {
     if (c->has_clip)
         for (int64_t i = 0; i < len; i++)
-            x[i] = fminf(fmaxf(x[i], -c->clip), c->clip);
+            x[i] = x[i] < -c->clip ? -c->clip : x[i] > c->clip ? c->clip : x[i];
 }
 
 // x += y, then the clip.
