@@ -32,6 +32,9 @@
 #endif
 
 #define TARGETS __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+// The taps unrolled whole, so that the output loop vectorizes: GCC's own
+// limit stops short of 5x5 (25 taps), whose loads it then cannot analyse.
+#define UNROLL_K _Pragma("GCC unroll 5")
 
 // The fused activation over y[0..n), as nn_activate computes it (NaN: Relu
 // gives 0, Clip passes it on), in forms that become maxps and minps; one
@@ -153,9 +156,9 @@ void nn_dw_prepare(const nn_dw_plan *p, float *scratch)
         for (int64_t q = 0; q < n; q++) {                                                                    \
             int32_t c = col[q];                                                                              \
             float acc[K];                                                                                    \
-            for (int i = 0; i < K; i++) {                                                                    \
+            UNROLL_K for (int i = 0; i < K; i++) {                                                           \
                 acc[i] = 0;                                                                                  \
-                for (int j = 0; j < K; j++) {                                                                \
+                UNROLL_K for (int j = 0; j < K; j++) {                                                       \
                     /* Loaded whatever the column: a load under the mask would merge into (and wait on) */   \
                     /* the register of the iteration before. */                                              \
                     float v = r[i][q + j];                                                                   \
@@ -228,9 +231,9 @@ static void fill_phases(const nn_dw_plan *p, const float *x, float *phases, int6
             t[i] = base + off[i];                                                                            \
         for (int64_t q = 0; q < n; q++) {                                                                    \
             float acc[K];                                                                                    \
-            for (int i = 0; i < K; i++) {                                                                    \
+            UNROLL_K for (int i = 0; i < K; i++) {                                                           \
                 acc[i] = 0;                                                                                  \
-                for (int j = 0; j < K; j++)                                                                  \
+                UNROLL_K for (int j = 0; j < K; j++)                                                         \
                     acc[i] += w[i * K + j] * t[i * K + j][q];                                                \
             }                                                                                                \
             float sum = bias;                                                                                \
