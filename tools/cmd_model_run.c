@@ -19,10 +19,12 @@ static const char run_usage[] =
     "  --precision  fp16 keeps float tensors on the device as 16-bit floats (a GPU with fp16 support)\n";
 static const char bench_usage[] =
     "usage: reel model bench MODEL.onnx [--device SPEC] [--threads N] [--runs N] [--profile] [--slowest N]\n"
+    "                        [--shape NAME=D1xD2x...]\n"
     "                        [--precision fp32|fp16]\n"
     "  --precision  fp16 keeps float tensors on the device as 16-bit floats (a GPU with fp16 support)\n"
     "  --profile    time per op type (the sum of its nodes' median times)\n"
-    "  --slowest N  the N nodes that take longest, by name\n";
+    "  --slowest N  the N nodes that take longest, by name\n"
+    "  --shape      an input's shape (symbolic dims are 1 otherwise), e.g. --shape x=1x3x48x320\n";
 
 static const struct { reel_dtype dt; const char *descr; } npy_types[] = {
     { REEL_DTYPE_FLOAT32, "<f4" }, { REEL_DTYPE_INT64, "<i8" },   { REEL_DTYPE_UINT8, "|u1" },
@@ -342,6 +344,36 @@ static int by_time(const void *a, const void *b)
     return cmp_double(&((const op_time *)b)->seconds, &((const op_time *)a)->seconds);
 }
 
+// The shape of input io: from a --shape NAME=D1xD2x... that names it (its
+// rank and fixed dims must agree), else the declared one with symbolic dims
+// as 1. false with *error set.
+static bool bench_shape(const reel_model_io *io, char **shapes, int n_shapes, int64_t *shape, GError **error)
+{
+    for (int d = 0; d < io->rank; d++)
+        shape[d] = io->dims[d] >= 0 ? io->dims[d] : 1;
+    size_t len = strlen(io->name);
+    for (int k = 0; k < n_shapes; k++) {
+        if (strncmp(shapes[k], io->name, len) != 0 || shapes[k][len] != '=')
+            continue;
+        g_auto(GStrv) dims = g_strsplit(shapes[k] + len + 1, "x", -1);
+        int rank = (int)g_strv_length(dims);
+        for (int d = 0; rank == io->rank && d < rank; d++) {
+            char *end;
+            gint64 v = g_ascii_strtoll(dims[d], &end, 10);
+            if (end == dims[d] || *end || v < 1 || v > (1 << 24) || (io->dims[d] >= 0 && v != io->dims[d]))
+                rank = -1;
+            else
+                shape[d] = v;
+        }
+        if (rank != io->rank) {
+            g_set_error(error, REEL_ERROR, REEL_EINVAL, "--shape %s: input %s has rank %d%s", shapes[k], io->name,
+                        io->rank, rank == -1 ? " and these fixed dims (or a dim is not a positive number)" : "");
+            return false;
+        }
+    }
+    return true;
+}
+
 int cmd_model_bench(int argc, char **argv)
 {
     const char *model_path = NULL;
@@ -349,9 +381,12 @@ int cmd_model_bench(int argc, char **argv)
     const char *device_spec = NULL;
     bool profile = false;
     reel_precision precision = REEL_PRECISION_FP32;
+    char **shapes = g_new0(char *, argc + 1);
+    int n_shapes = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            g_free(shapes);
             fputs(bench_usage, stdout);
             return EXIT_OK;
         } else if (strcmp(a, "--threads") == 0 && i + 1 < argc && parse_int(argv[i + 1], &threads)) {
@@ -366,14 +401,17 @@ int cmd_model_bench(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--slowest") == 0 && i + 1 < argc && parse_int(argv[i + 1], &slowest) && slowest > 0) {
             i++;
+        } else if (strcmp(a, "--shape") == 0 && i + 1 < argc && strchr(argv[i + 1], '=')) {
+            shapes[n_shapes++] = argv[++i];
         } else if (a[0] != '-' && !model_path) {
             model_path = a;
         } else {
-            fputs(bench_usage, stderr);
-            return EXIT_USAGE;
+            model_path = NULL;
+            break;
         }
     }
     if (!model_path) {
+        g_free(shapes);
         fputs(bench_usage, stderr);
         return EXIT_USAGE;
     }
@@ -389,13 +427,15 @@ int cmd_model_bench(int argc, char **argv)
     GArray *nodes = g_array_new(FALSE, TRUE, sizeof(op_time)); // in run order
     if (!m)
         goto fail;
-    // Random inputs at the declared shapes, symbolic dims as 1.
+    // Random inputs at the declared shapes or those given.
     GRand *rand = g_rand_new_with_seed(1);
     for (int i = 0; i < n_in; i++) {
         const reel_model_io *io = reel_model_input(m, i);
         int64_t shape[REEL_TENSOR_MAX_RANK];
-        for (int d = 0; d < io->rank; d++)
-            shape[d] = io->dims[d] >= 0 ? io->dims[d] : 1;
+        if (!bench_shape(io, shapes, n_shapes, shape, &error)) {
+            g_rand_free(rand);
+            goto fail;
+        }
         in[i] = reel_tensor_new(io->dtype, io->rank, shape);
         if (!in[i]) {
             g_set_error(&error, REEL_ERROR, REEL_ENOMEM, "input %s too large", io->name);
@@ -494,6 +534,7 @@ fail:
     free_tensors(in, n_in);
     free_tensors(out, n_out);
     g_free(lat);
+    g_free(shapes);
     g_hash_table_destroy(ops);
     for (guint k = 0; k < nodes->len; k++)
         g_free(g_array_index(nodes, op_time, k).samples);
