@@ -353,23 +353,33 @@ static bool bench_shape(const reel_model_io *io, char **shapes, int n_shapes, in
         shape[d] = io->dims[d] >= 0 ? io->dims[d] : 1;
     size_t len = strlen(io->name);
     for (int k = 0; k < n_shapes; k++) {
-        if (strncmp(shapes[k], io->name, len) != 0 || shapes[k][len] != '=')
+        if (!shapes[k] || strncmp(shapes[k], io->name, len) != 0 || shapes[k][len] != '=')
             continue;
         g_auto(GStrv) dims = g_strsplit(shapes[k] + len + 1, "x", -1);
-        int rank = (int)g_strv_length(dims);
-        for (int d = 0; rank == io->rank && d < rank; d++) {
+        bool fits = (int)g_strv_length(dims) == io->rank;
+        for (int d = 0; fits && d < io->rank; d++) {
             char *end;
             gint64 v = g_ascii_strtoll(dims[d], &end, 10);
-            if (end == dims[d] || *end || v < 1 || v > (1 << 24) || (io->dims[d] >= 0 && v != io->dims[d]))
-                rank = -1;
-            else
-                shape[d] = v;
+            fits = end != dims[d] && !*end && v >= 1 && v <= (1 << 24) && (io->dims[d] < 0 || v == io->dims[d]);
+            shape[d] = v;
         }
-        if (rank != io->rank) {
-            g_set_error(error, REEL_ERROR, REEL_EINVAL, "--shape %s: input %s has rank %d%s", shapes[k], io->name,
-                        io->rank, rank == -1 ? " and these fixed dims (or a dim is not a positive number)" : "");
+        if (!fits) {
+            GString *declared = g_string_new(NULL);
+            for (int d = 0; d < io->rank; d++) {
+                if (d)
+                    g_string_append_c(declared, 'x');
+                if (io->dims[d] >= 0)
+                    g_string_append_printf(declared, "%" PRId64, io->dims[d]);
+                else
+                    g_string_append_c(declared, '?');
+            }
+            g_set_error(error, REEL_ERROR, REEL_EINVAL,
+                        "--shape %s does not fit input %s, declared %s (? any positive size)", shapes[k], io->name,
+                        declared->str);
+            g_string_free(declared, TRUE);
             return false;
         }
+        shapes[k] = NULL; // taken
     }
     return true;
 }
@@ -450,6 +460,11 @@ int cmd_model_bench(int argc, char **argv)
                 ((uint8_t *)in[i]->data)[k] = (uint8_t)g_rand_int_range(rand, 0, 256);
     }
     g_rand_free(rand);
+    for (int k = 0; k < n_shapes; k++)
+        if (shapes[k]) {
+            g_set_error(&error, REEL_ERROR, REEL_EINVAL, "--shape %s: the model has no such input", shapes[k]);
+            goto fail;
+        }
     if (device_spec && !(dev = reel_device_open(device_spec, &error)))
         goto fail;
     if (!(s = reel_session_new(m, reel_session_params(.threads = threads, .device = dev, .precision = precision),
@@ -499,6 +514,12 @@ int cmd_model_bench(int argc, char **argv)
            reel_model_cpu_info());
     printf("  median %.3f ms, p90 %.3f ms, min %.3f ms, arena %.1f MiB\n", lat[runs / 2],
            lat[(int)(0.9 * (runs - 1) + 0.5)], lat[0], reel_session_arena_bytes(s) / 1048576.0);
+    for (int i = 0; i < n_in; i++) {
+        printf("  input %s: ", reel_model_input(m, i)->name);
+        for (int d = 0; d < in[i]->rank; d++)
+            printf("%s%" PRId64, d ? "x" : "", in[i]->shape[d]);
+        putchar('\n');
+    }
     print_placement(m, s, dev, precision, stdout);
     if (profile) {
         guint n = 0;

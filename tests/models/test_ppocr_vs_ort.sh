@@ -79,4 +79,22 @@ check ppocr-det "$det" "$work/det.npy"
 check ppocr-rec-reel "$rec" "$work/rec-reel.npy"
 check ppocr-rec-hello "$rec" "$work/rec-hello.npy"
 check ppocr-cls "$cls" "$work/cls.npy"
+
+# reel model bench at a shape for the recognizer's symbolic dims (at 1 its
+# width is too narrow for its pooling), and shapes that do not fit refused.
+if out=$("$reel" model bench "$rec" --shape x=1x3x48x160 --runs 2 --threads 1 2>&1) \
+  && grep -q "input x: 1x3x48x160" <<< "$out"; then
+  ok
+else
+  bad "model bench --shape x=1x3x48x160: $out"
+fi
+for shape in x=1x3x32x160 x=1x3x48 y=1x3x48x160; do
+  if out=$("$reel" model bench "$rec" --shape $shape --runs 1 2>&1); then
+    bad "model bench --shape $shape was accepted"
+  elif grep -Eq -- "--shape $shape( does not fit input x, declared \?x3x48x\?|: the model has no such input)" <<< "$out"; then
+    ok
+  else
+    bad "model bench --shape $shape: unexpected message: $out"
+  fi
+done
 finish
