@@ -515,6 +515,7 @@ int reel_passes_run(reel_ir_graph *g, GHashTable *unsupported, GError **error)
     if (rc)
         return rc;
     reel_pass_fold_conv_bn(g);
+    reel_pass_fuse_hardswish(g);
     reel_pass_fuse_residual(g);
     reel_pass_fuse_activations(g);
     if (g->keep_const_dq) {
@@ -529,6 +530,7 @@ int reel_passes_run(reel_ir_graph *g, GHashTable *unsupported, GError **error)
         if ((rc = reel_pass_infer_fold(g, unsupported, error)))
             return rc;
         reel_pass_fold_conv_bn(g);
+        reel_pass_fuse_hardswish(g);
         reel_pass_fuse_residual(g);
         reel_pass_fuse_activations(g);
     }

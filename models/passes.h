@@ -30,6 +30,13 @@ int reel_pass_fold_conv_bn(reel_ir_graph *g);
 // folds a Relu after the Add. Returns the number of fusions.
 int reel_pass_fuse_residual(reel_ir_graph *g);
 
+// Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6), HardSwish written out (also with
+// Mul by 1/6 at the end; every intermediate read by the next node alone),
+// made one HardSwish node (models/fuse_hardswish.c). Run before
+// reel_pass_fuse_activations, which folds it into a Conv before it.
+// Returns the number of fusions.
+int reel_pass_fuse_hardswish(reel_ir_graph *g);
+
 // Relu, Clip, Sigmoid, HardSigmoid, HardSwish, Sigmoid·Mul (SiLU) and
 // HardSigmoid·Mul (HardSwish) after a Conv recorded in the Conv's
 // fused/fused_a/fused_b. Returns the number of fusions.

@@ -256,6 +256,37 @@ def main(out):
              helper.make_node("Relu", ["a"], ["b"], name="ok_relu"),
              helper.make_node("FrobnicateB", ["b"], ["Y"], name="frob_b")]
     save(model(nodes, [f32("X", [2])], [f32("Y", [2])]), out, "bad_unknown_ops.onnx", check=False)
+    written_hardswish(out)
+
+
+def written_hardswish(out):
+    """HardSwish written out as exporters for opset 11 write it,
+    Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (models/fuse_hardswish.c): after a
+    Conv (fused into it), alone with its operands swapped and a Mul by 1/6,
+    and two chains that must stay: a Div by 5, and the Add's sum read twice."""
+    r = np.random.default_rng(17)
+    c = {k: numpy_helper.from_array(np.array(v, np.float32), k)
+         for k, v in (("three", 3), ("zero", 0), ("six", 6), ("sixth", 1 / 6), ("five", 5))}
+
+    def chain(x, y, tag, swap=False, end=("Div", "six"), extra=()):
+        mul = ["clip" + tag, x] if swap else [x, "clip" + tag]
+        add = ["three", x] if swap else [x, "three"]
+        return [helper.make_node("Add", add, ["sum" + tag], name="add" + tag),
+                helper.make_node("Clip", ["sum" + tag, "zero", "six"], ["clip" + tag], name="clip" + tag),
+                helper.make_node("Mul", mul, ["prod" + tag], name="mul" + tag),
+                helper.make_node(end[0], ["prod" + tag, end[1]], [y], name="end" + tag)] + list(extra)
+
+    w = numpy_helper.from_array(r.standard_normal((4, 3, 3, 3)).astype(np.float32), "W")
+    nodes = [helper.make_node("Conv", ["X", "W"], ["c"], name="conv", pads=[1, 1, 1, 1])] + chain("c", "Y", "")
+    save(model(nodes, [f32("X", [1, 3, 8, 8])], [f32("Y", [1, 4, 8, 8])], [w] + list(c.values()), opset=11),
+         out, "conv_hardswish_written.onnx")
+    nodes = chain("X", "Y", "", swap=True, end=("Mul", "sixth"))
+    save(model(nodes, [f32("X", [2, 50])], [f32("Y", [2, 50])], list(c.values()), opset=11),
+         out, "hardswish_written.onnx")
+    nodes = chain("X", "Y", "a", end=("Div", "five")) + chain("X", "Z", "b") + [
+        helper.make_node("Relu", ["sumb"], ["S"], name="reads_sum")]
+    save(model(nodes, [f32("X", [2, 50])], [f32("Y", [2, 50]), f32("Z", [2, 50]), f32("S", [2, 50])],
+               list(c.values()), opset=11), out, "hardswish_not_written.onnx")
 
 
 if __name__ == "__main__":

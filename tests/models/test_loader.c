@@ -3,6 +3,7 @@
 // models fails with messages naming the culprit, and the passes rewrite
 // small models made by make_models.py (REEL_TEST_MODELS names its output);
 // sessions refuse precision=fp16 on the cpu, without any Vulkan device.
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -405,6 +406,54 @@ static void test_conv_silu_hardswish(void **state)
     }
 }
 
+// HardSwish written out (make_models.py's written_hardswish): fused into
+// the Conv before it; alone, one HardSwish node computing x * clamp(x + 3,
+// 0, 6) / 6 on values across its bends; left as it is where a Div by 5 ends
+// it or its sum is read again.
+static void test_written_hardswish(void **state)
+{
+    (void)state;
+    NEED_MODELS(dir);
+    reel_ir_graph *g = load_ir(dir, "conv_hardswish_written.onnx");
+    assert_int_equal(reel_passes_run(g, NULL, NULL), 0);
+    assert_int_equal(g->nodes->len, 1);
+    assert_string_equal(reel_ir_node_at(g, 0)->fused, "HardSwish");
+    reel_ir_graph_free(&g);
+    g = load_ir(dir, "hardswish_not_written.onnx");
+    assert_int_equal(reel_passes_run(g, NULL, NULL), 0);
+    assert_int_equal(g->nodes->len, 9);
+    for (guint i = 0; i < g->nodes->len; i++)
+        assert_string_not_equal(reel_ir_node_at(g, (int)i)->op, "HardSwish");
+    reel_ir_graph_free(&g);
+
+    char *p = model_path(dir, "hardswish_written.onnx");
+    GError *e = NULL;
+    reel_model *m = reel_model_load(p, &e);
+    assert_non_null(m);
+    reel_model_summary sum;
+    reel_model_summarize(m, &sum);
+    assert_int_equal(sum.nodes, 1);
+    assert_int_equal(GPOINTER_TO_INT(g_hash_table_lookup(sum.op_histogram, "HardSwish")), 1);
+    reel_session *s = reel_session_new(m, reel_session_params(.threads = 1), &e);
+    assert_non_null(s);
+    int64_t shape[2] = { 2, 50 };
+    reel_tensor *x = reel_tensor_new(REEL_DTYPE_FLOAT32, 2, shape), *y = NULL;
+    float *xv = x->data;
+    for (int i = 0; i < 100; i++)
+        xv[i] = -5.0f + 0.1f * (float)i; // -5 .. 4.9: below -3, between, above 3
+    assert_int_equal(reel_session_run(s, &x, &y, &e), 0);
+    const float *yv = y->data;
+    for (int i = 0; i < 100; i++) {
+        double v = xv[i], want = v * fmin(fmax(v + 3, 0), 6) / 6;
+        assert_float_equal(yv[i], want, 1e-6);
+    }
+    reel_tensor_free(&x);
+    reel_tensor_free(&y);
+    reel_session_destroy(&s);
+    reel_model_unref(&m);
+    g_free(p);
+}
+
 // A hand-built graph for the residual fusion (no python3-onnx needed).
 static int const_value(reel_ir_graph *g, const char *name, int rank, const int64_t *shape, unsigned seed)
 {
@@ -634,6 +683,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_storage_forms),
         cmocka_unit_test(test_conv_bn_relu),
         cmocka_unit_test(test_conv_silu_hardswish),
+        cmocka_unit_test(test_written_hardswish),
         cmocka_unit_test(test_shape_chain_folds),
         cmocka_unit_test(test_conv_add_relu),
         cmocka_unit_test(test_fp16_refused_on_the_cpu),
