@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "models/cpu/broadcast.h"
+#include "models/cpu/nn.h"
 
 #define R REEL_TENSOR_MAX_RANK
 
@@ -128,26 +129,71 @@ void bcast_run(const bcast *b, void *out, size_t osz, reel_tensor *const *in, ro
     }
 }
 
-int bcast_binary(reel_tensor *const *in, reel_tensor *const *out, row_fn f)
+// Elements below which one thread does the whole pass: a hand-off to the
+// workers costs a few microseconds.
+enum { ELEM_PER_THREAD_MIN = 1 << 15 };
+
+typedef struct elem_split {
+    int64_t n, chunk;
+    elem_range_fn fn;
+    void *arg;
+} elem_split;
+
+static void elem_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const elem_split *s = arg;
+    int64_t start = task * s->chunk, end = start + s->chunk < s->n ? start + s->chunk : s->n;
+    if (start < end)
+        s->fn(s->arg, start, end);
+}
+
+void elem_parallel(const reel_exec_ctx *ctx, int64_t n, elem_range_fn fn, void *arg)
+{
+    int64_t tasks = ctx && ctx->workers ? n / ELEM_PER_THREAD_MIN : 1;
+    if (ctx && tasks > ctx->threads)
+        tasks = ctx->threads;
+    if (tasks <= 1) {
+        fn(arg, 0, n);
+        return;
+    }
+    // Pieces of whole cache lines (16 floats), so no two threads write one.
+    elem_split s = { n, ((n + tasks - 1) / tasks + 15) / 16 * 16, fn, arg };
+    nn_parallel(ctx, (int)tasks, elem_task, &s);
+}
+
+// One of bcast_binary's fast paths: f over elements [start, end), each
+// input advancing by st[k] (0 or 1).
+typedef struct bin_flat {
+    row_fn f;
+    char *o;
+    const char *in[2];
+    int64_t st[2];
+    size_t osz, isz[2];
+} bin_flat;
+
+static void bin_flat_range(void *arg, int64_t start, int64_t end)
+{
+    const bin_flat *b = arg;
+    const void *p[2] = { b->in[0] + start * b->st[0] * (int64_t)b->isz[0],
+                         b->in[1] + start * b->st[1] * (int64_t)b->isz[1] };
+    b->f(b->o + start * (int64_t)b->osz, p, b->st, end - start);
+}
+
+int bcast_binary(const reel_exec_ctx *ctx, reel_tensor *const *in, reel_tensor *const *out, row_fn f)
 {
     if (!f)
         return REEL_EUNSUPPORTED;
     int64_t na = bcast_count(in[0]), nb = bcast_count(in[1]), no = bcast_count(out[0]);
     size_t osz = reel_dtype_size(out[0]->dtype);
-    int64_t st[2] = { 1, 1 };
     // Fast paths: same shape, or one side a single element.
-    if (na == no && nb == no && in[0]->rank == in[1]->rank) {
-        f(out[0]->data, (const void *[]){ in[0]->data, in[1]->data }, st, no);
-        return 0;
-    }
-    if (na == no && nb == 1) {
-        st[1] = 0;
-        f(out[0]->data, (const void *[]){ in[0]->data, in[1]->data }, st, no);
-        return 0;
-    }
-    if (nb == no && na == 1) {
-        st[0] = 0;
-        f(out[0]->data, (const void *[]){ in[0]->data, in[1]->data }, st, no);
+    bool same = na == no && nb == no && in[0]->rank == in[1]->rank;
+    if (same || (na == no && nb == 1) || (nb == no && na == 1)) {
+        bin_flat b = { f, out[0]->data, { in[0]->data, in[1]->data }, { na == no, nb == no }, osz,
+                       { reel_dtype_size(in[0]->dtype), reel_dtype_size(in[1]->dtype) } };
+        if (same)
+            b.st[0] = b.st[1] = 1;
+        elem_parallel(ctx, no, bin_flat_range, &b);
         return 0;
     }
     bcast b;

@@ -50,8 +50,15 @@ typedef void (*row_fn)(void *o, const void *const *in, const int64_t *st, int64_
 void bcast_run(const bcast *b, void *out, size_t osz, reel_tensor *const *in, row_fn f);
 
 // out[0] = f(in[0], in[1]) broadcast, with fast paths for equal shapes and
-// a single-element side. REEL_EUNSUPPORTED when f is NULL.
-int bcast_binary(reel_tensor *const *in, reel_tensor *const *out, row_fn f);
+// a single-element side, those split over ctx's workers (elem_parallel).
+// REEL_EUNSUPPORTED when f is NULL.
+int bcast_binary(const reel_exec_ctx *ctx, reel_tensor *const *in, reel_tensor *const *out, row_fn f);
+
+// fn(arg, start, end) over [0, n) in pieces, one per thread of ctx's workers
+// where n is large enough to be worth it (an elementwise pass over a large
+// tensor is bound by one core's memory bandwidth), else once over all of it.
+typedef void (*elem_range_fn)(void *arg, int64_t start, int64_t end);
+void elem_parallel(const reel_exec_ctx *ctx, int64_t n, elem_range_fn fn, void *arg);
 
 // Rows of a binary op with inputs of types TA, TB and output TO; four loops
 // so that each stride pattern vectorizes.

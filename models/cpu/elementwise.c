@@ -140,8 +140,7 @@ static int infer_arith(reel_ir_graph *g, reel_ir_node *n, const bin_rows *rows, 
                           const reel_exec_ctx *ctx)                                         \
     {                                                                                       \
         (void)n;                                                                            \
-        (void)ctx;                                                                          \
-        return bcast_binary(in, out, rows##_rows.f[in[0]->dtype]);                              \
+        return bcast_binary(ctx, in, out, rows##_rows.f[in[0]->dtype]);                         \
     }                                                                                       \
     static const reel_op op_##rows = { .name = Name, .infer = infer_##rows, .run = run_##rows };
 
@@ -168,8 +167,7 @@ static int infer_pow(reel_ir_graph *g, reel_ir_node *n, GError **error)
 static int run_pow(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     (void)n;
-    (void)ctx;
-    return bcast_binary(in, out, pow_row(in[0]->dtype, in[1]->dtype));
+    return bcast_binary(ctx, in, out, pow_row(in[0]->dtype, in[1]->dtype));
 }
 static const reel_op op_pow = { .name = "Pow", .infer = infer_pow, .run = run_pow };
 
@@ -234,22 +232,34 @@ static int infer_unary_f32(reel_ir_graph *g, reel_ir_node *n, GError **error)
     return 0;
 }
 
+// A unary op's pass: its input, output and the two float attributes.
+typedef struct unary_pass {
+    const float *a;
+    float *o;
+    float alpha, beta;
+} unary_pass;
+
+// No restrict on a and o: the executor may run an op in place.
 #define UNARY(Name, fn, expr)                                                                  \
-    static int run_##fn(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, \
-                        const reel_exec_ctx *ctx)                                              \
+    static void fn##_range(void *arg, int64_t start, int64_t end)                              \
     {                                                                                          \
-        (void)ctx;                                                                             \
-        const float alpha = reel_ir_attr_float(n, "alpha", fn##_alpha);                        \
-        const float beta = reel_ir_attr_float(n, "beta", fn##_beta);                           \
+        const unary_pass *u = arg;                                                             \
+        const float alpha = u->alpha, beta = u->beta;                                          \
         (void)alpha;                                                                           \
         (void)beta;                                                                            \
-        const float *restrict a = in[0]->data;                                                 \
-        float *restrict o = out[0]->data;                                                      \
-        int64_t cnt = bcast_count(out[0]);                                                        \
-        for (int64_t i = 0; i < cnt; i++) {                                                    \
+        const float *a = u->a;                                                                 \
+        float *o = u->o;                                                                       \
+        for (int64_t i = start; i < end; i++) {                                                \
             float x = a[i];                                                                    \
             o[i] = (expr);                                                                     \
         }                                                                                      \
+    }                                                                                          \
+    static int run_##fn(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, \
+                        const reel_exec_ctx *ctx)                                              \
+    {                                                                                          \
+        unary_pass u = { in[0]->data, out[0]->data, reel_ir_attr_float(n, "alpha", fn##_alpha), \
+                         reel_ir_attr_float(n, "beta", fn##_beta) };                           \
+        elem_parallel(ctx, bcast_count(out[0]), fn##_range, &u);                               \
         return 0;                                                                              \
     }                                                                                          \
     static const reel_op op_##fn = { .name = Name, .infer = infer_unary_f32, .run = run_##fn };
@@ -338,9 +348,18 @@ CLIP_T(clip_u8, uint8_t, 0, UINT8_MAX)
 CLIP_T(clip_i32, int32_t, INT32_MIN, INT32_MAX)
 CLIP_T(clip_i64, int64_t, INT64_MIN, INT64_MAX)
 
+// Clip's float32 pass: alpha and beta are its bounds.
+static void clip_f32_range(void *arg, int64_t start, int64_t end)
+{
+    const unary_pass *u = arg;
+    const float lo = u->alpha, hi = u->beta, *a = u->a;
+    float *o = u->o;
+    for (int64_t i = start; i < end; i++)
+        o[i] = clampf(a[i], lo, hi);
+}
+
 static int run_clip(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
-    (void)ctx;
     const reel_tensor *mn = n->n_inputs > 1 ? in[1] : NULL;
     const reel_tensor *mx = n->n_inputs > 2 ? in[2] : NULL;
     switch (in[0]->dtype) {
@@ -353,11 +372,8 @@ static int run_clip(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *
             lo = reel_ir_attr_float(n, "min", -INFINITY);
             hi = reel_ir_attr_float(n, "max", INFINITY);
         }
-        const float *restrict a = in[0]->data;
-        float *restrict o = out[0]->data;
-        int64_t cnt = bcast_count(out[0]);
-        for (int64_t i = 0; i < cnt; i++)
-            o[i] = clampf(a[i], lo, hi);
+        unary_pass u = { in[0]->data, out[0]->data, lo, hi };
+        elem_parallel(ctx, bcast_count(out[0]), clip_f32_range, &u);
         return 0;
     }
     case REEL_DTYPE_FLOAT64: clip_f64(in[0], mn, mx, out[0]); return 0;

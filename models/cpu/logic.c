@@ -51,7 +51,7 @@ static int infer_binary(reel_ir_graph *g, reel_ir_node *n, const bin_rows *rows,
 static int run_binary(reel_tensor *const *in, reel_tensor *const *out, const bin_rows *rows)
 {
     reel_dtype t = in[0]->dtype;
-    return bcast_binary(in, out, valid_dtype(t) ? rows->f[t] : NULL);
+    return bcast_binary(NULL, in, out, valid_dtype(t) ? rows->f[t] : NULL); // one thread: rare ops
 }
 
 // An op whose rows do not depend on attributes.

@@ -1,7 +1,7 @@
 // The unary kernels (models/cpu/unary.c) where ONNX's cases do not reach:
 // integer and float64 forms, Round's halves, Gelu (no case in the data),
 // IsInf's flags, empty and large tensors, and the failures, whose messages
-// name the node.
+// name the node; and large elementwise passes split over the workers.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -317,6 +317,61 @@ static void failures(void **state)
                 "attribute 'detect_positive' must be 0 or 1");
 }
 
+// Elementwise passes over tensors large enough to be split over the
+// workers (models/cpu/broadcast.c: elem_parallel), an odd length so the
+// pieces differ: Add of equal shapes, Add and Mul with a scalar on either
+// side, and elementwise.c's HardSwish, Clip and Sigmoid, each against its
+// formula (the harness also compares one thread with two workers, byte for
+// byte).
+static void large_passes_split(void **state)
+{
+    (void)state;
+    int64_t n = 100003, one = 1;
+    reel_tensor *x = op_random(1, &n, 7, -5, 5), *y = op_random(1, &n, 8, -5, 5);
+    const float *xv = x->data, *yv = y->data;
+    float k = 0.75f, lo = -1.5f, hi = 2.0f;
+    struct {
+        const char *op;
+        int n_in;
+        int scalar; // input index that is the scalar k; -1: none
+    } cases[] = { { "Add", 2, -1 }, { "Add", 2, 1 }, { "Mul", 2, 0 }, { "HardSwish", 1, -1 },
+                  { "Clip", 3, -1 },  { "Sigmoid", 1, -1 } };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        reel_tensor *in[3] = { op_tensor(REEL_DTYPE_FLOAT32, 1, &n, xv), NULL, NULL }, *out = NULL;
+        if (cases[c].op[0] == 'C') {
+            in[1] = op_tensor(REEL_DTYPE_FLOAT32, 0, &one, &lo);
+            in[2] = op_tensor(REEL_DTYPE_FLOAT32, 0, &one, &hi);
+        } else if (cases[c].n_in == 2) {
+            in[1] = cases[c].scalar < 0 ? op_tensor(REEL_DTYPE_FLOAT32, 1, &n, yv)
+                                         : op_tensor(REEL_DTYPE_FLOAT32, 0, &one, &k);
+            if (cases[c].scalar == 0) {
+                reel_tensor *t = in[0];
+                in[0] = in[1], in[1] = t;
+            }
+        }
+        if (op_run(&(op_call){ .op = cases[c].op, .opset = 14 }, cases[c].n_in, in, &out))
+            fail_msg("%s: %s", cases[c].op, op_message());
+        const float *o = out->data;
+        for (int64_t i = 0; i < n; i++) {
+            double v = xv[i], want;
+            switch (c) {
+            case 0: want = v + yv[i]; break;
+            case 1: want = v + k; break;
+            case 2: want = k * v; break;
+            case 3: want = v * fmin(fmax(v + 3, 0), 6) / 6; break;
+            case 4: want = fmin(fmax(v, lo), hi); break;
+            default: want = 1 / (1 + exp(-v)); break;
+            }
+            if (fabs(o[i] - want) > 1e-6 * (1 + fabs(want)))
+                fail_msg("%s case %zu element %" G_GINT64_FORMAT ": %.9g, expected %.9g", cases[c].op, c, i, o[i],
+                         want);
+        }
+        reel_tensor_free(&out);
+    }
+    reel_tensor_free(&x);
+    reel_tensor_free(&y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +382,7 @@ int main(void)
         cmocka_unit_test(empty_and_large),
         cmocka_unit_test(fast_math_accuracy),
         cmocka_unit_test(failures),
+        cmocka_unit_test(large_passes_split),
     };
     return op_run_tests(tests, .opset = 20, .two_workers = true);
 }
