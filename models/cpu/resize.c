@@ -381,6 +381,58 @@ static void resize_nearest_q8(const rgeom *r, const uint8_t *x, uint8_t *y)
         g_free(pick[a]);
 }
 
+// Nearest over the last two axes alone (an FPN's 2x upsample): each output
+// row gathers its columns from one input row, the planes (the leading
+// axes, unchanged) split over the workers.
+typedef struct nearest2d {
+    const float *x;
+    float *y;
+    int64_t planes, per_task, ih, iw, oh, ow;
+    int64_t *rows, *cols; // taps of the two axes, as axis_taps gives them (4 per output)
+} nearest2d;
+
+static void nearest2d_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const nearest2d *g = arg;
+    int64_t p1 = MIN(g->planes, (task + 1) * g->per_task);
+    for (int64_t p = task * g->per_task; p < p1; p++) {
+        const float *x = g->x + p * g->ih * g->iw;
+        float *y = g->y + p * g->oh * g->ow;
+        for (int64_t j = 0; j < g->oh; j++) {
+            const float *row = x + g->rows[4 * j] * g->iw;
+            float *d = y + j * g->ow;
+            for (int64_t k = 0; k < g->ow; k++)
+                d[k] = row[g->cols[4 * k]];
+        }
+    }
+}
+
+static void resize_nearest2d(const rgeom *r, const float *x, float *y, const reel_exec_ctx *ctx)
+{
+    int h = r->rank - 2, w = r->rank - 1;
+    nearest2d g = { x, y, reel_tensor_count(h, r->out), 0, r->in[h], r->in[w], r->out[h], r->out[w],
+                    g_new(int64_t, 4 * r->out[h]), g_new(int64_t, 4 * r->out[w]) };
+    float *wt = g_new(float, 4 * MAX(r->out[h], r->out[w]));
+    bool *outside = g_new(bool, MAX(r->out[h], r->out[w]));
+    // An axis the other passes leave as it is (axis_identity) maps to itself.
+    for (int a = h; a <= w; a++) {
+        int64_t *taps = a == h ? g.rows : g.cols;
+        if (axis_identity(r, a))
+            for (int64_t j = 0; j < r->out[a]; j++)
+                taps[4 * j] = j;
+        else
+            axis_taps(r, a, taps, wt, outside);
+    }
+    int tasks = (int)MIN(g.planes, ctx->threads > 1 ? ctx->threads : 1);
+    g.per_task = (g.planes + tasks - 1) / tasks;
+    nn_parallel(ctx, tasks, nearest2d_task, &g);
+    g_free(g.rows);
+    g_free(g.cols);
+    g_free(wt);
+    g_free(outside);
+}
+
 static int resize_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     rgeom r;
@@ -406,11 +458,18 @@ static int resize_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor
         memcpy(out[0]->data, in[0]->data, out[0]->nbytes);
         return 0;
     }
+    bool crop = strcmp(r.ctm, "tf_crop_and_resize") == 0;
+    bool leading_kept = r.rank >= 2;
+    for (int a = 0; a < r.rank - 2 && leading_kept; a++)
+        leading_kept = axis_identity(&r, a);
+    if (r.mode == M_NEAREST && !crop && leading_kept) {
+        resize_nearest2d(&r, in[0]->data, out[0]->data, ctx);
+        return 0;
+    }
     float *bufs[2] = { ctx->scratch, (float *)ctx->scratch + ctx->scratch_size / sizeof(float) / 2 };
     const float *src = in[0]->data;
     int which = 0;
     bool *outside_any[REEL_TENSOR_MAX_RANK] = { 0 };
-    bool crop = strcmp(r.ctm, "tf_crop_and_resize") == 0;
     for (int a = 0; a <= last; a++) {
         if (axis_identity(&r, a))
             continue;

@@ -541,6 +541,24 @@ static void resize_modes(void **state)
         float w[6] = { 5, 5, 5, 7, 7, 7 };
         expect(call_ok(&c, 2, in), 4, ysh, w, 0);
     }
+    {   // An FPN's 2x nearest upsample over five planes (split over the
+        // workers): each output the input at (row / 2, column / 2).
+        enum { C = 5, H = 7, W = 9 };
+        float xs[C * H * W], want[C * 2 * H * 2 * W], s2[4] = { 1, 1, 2, 2 };
+        for (int i = 0; i < C * H * W; i++)
+            xs[i] = (float)i;
+        for (int c = 0; c < C; c++)
+            for (int y = 0; y < 2 * H; y++)
+                for (int x = 0; x < 2 * W; x++)
+                    want[(c * 2 * H + y) * 2 * W + x] = xs[(c * H + y / 2) * W + x / 2];
+        opcall c = { .op = "Resize" };
+        attr_str(&c, "mode", "nearest");
+        attr_str(&c, "coordinate_transformation_mode", "asymmetric");
+        attr_str(&c, "nearest_mode", "floor");
+        int64_t xsh5[4] = { 1, C, H, W }, ysh[4] = { 1, C, 2 * H, 2 * W };
+        reel_tensor *in[3] = { ftensor(4, xsh5, xs), NULL, ftensor(1, ssh, s2) };
+        expect(call_ok(&c, 3, in), 4, ysh, want, 0);
+    }
 }
 
 int main(void)
