@@ -792,6 +792,46 @@ static size_t convt_scratch(const reel_ir_node *n, reel_tensor *const *in, reel_
     return (size_t)(c.K * c.Pin) * sizeof(float);
 }
 
+// The col2im of one group: col's rows scattered into y, those of output
+// channels [m0, m1) (each writes its own channel alone).
+typedef struct convt_scatter {
+    const convt_geom *c;
+    const float *col;
+    float *y;
+    int64_t per_task;
+} convt_scatter;
+
+static void convt_scatter_task(void *arg, int task, int worker)
+{
+    (void)worker;
+    const convt_scatter *t = arg;
+    const convt_geom *c = t->c;
+    int64_t kk = c->K / c->Mg, m1 = MIN(c->Mg, (task + 1) * t->per_task);
+    for (int64_t row = task * t->per_task * kk; row < m1 * kk; row++) {
+        int64_t m = row / kk, r = row % kk;
+        int64_t e = r % c->k[2], bb = (r / c->k[2]) % c->k[1], a = r / (c->k[2] * c->k[1]);
+        const float *src = t->col + row * c->Pin;
+        float *ym = t->y + m * c->P;
+        for (int64_t id = 0; id < c->in[0]; id++) {
+            int64_t od = id * c->s[0] + a * c->d[0] - c->pb[0];
+            if (od < 0 || od >= c->out[0])
+                continue;
+            for (int64_t ih = 0; ih < c->in[1]; ih++) {
+                int64_t oh = ih * c->s[1] + bb * c->d[1] - c->pb[1];
+                if (oh < 0 || oh >= c->out[1])
+                    continue;
+                const float *sr = src + (id * c->in[1] + ih) * c->in[2];
+                float *yr = ym + (od * c->out[1] + oh) * c->out[2];
+                for (int64_t iw = 0; iw < c->in[2]; iw++) {
+                    int64_t ow = iw * c->s[2] + e * c->d[2] - c->pb[2];
+                    if (ow >= 0 && ow < c->out[2])
+                        yr[ow] += sr[iw];
+                }
+            }
+        }
+    }
+}
+
 static int convt_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor *const *out, const reel_exec_ctx *ctx)
 {
     convt_geom c;
@@ -802,38 +842,19 @@ static int convt_run(const reel_ir_node *n, reel_tensor *const *in, reel_tensor 
     const float *X = in[0]->data, *Wt = in[1]->data;
     const reel_tensor *B = n->n_inputs > 2 ? in[2] : NULL;
     float *Y = out[0]->data, *col = ctx->scratch;
-    int64_t kk = c.K / c.Mg;
+    int tasks = (int)MIN(c.Mg, ctx->threads > 1 ? ctx->threads : 1);
     memset(Y, 0, out[0]->nbytes);
     for (int64_t b = 0; b < c.N; b++)
         for (int64_t g = 0; g < c.G; g++) {
             const float *x = X + (b * c.C + g * c.Cg) * c.Pin;
             const float *w = Wt + g * c.Cg * c.K;
             float *y = Y + (b * c.M + g * c.Mg) * c.P;
-            // col[Mg*k, Pin] = W_g^T x_g, then scattered (col2im) into y.
-            nn_sgemm(true, false, (int)c.K, (int)c.Pin, (int)c.Cg, 1, w, (int)c.K, x, (int)c.Pin, 0, col, (int)c.Pin);
-            for (int64_t row = 0; row < c.K; row++) {
-                int64_t m = row / kk, r = row % kk;
-                int64_t e = r % c.k[2], bb = (r / c.k[2]) % c.k[1], a = r / (c.k[2] * c.k[1]);
-                const float *src = col + row * c.Pin;
-                float *ym = y + m * c.P;
-                for (int64_t id = 0; id < c.in[0]; id++) {
-                    int64_t od = id * c.s[0] + a * c.d[0] - c.pb[0];
-                    if (od < 0 || od >= c.out[0])
-                        continue;
-                    for (int64_t ih = 0; ih < c.in[1]; ih++) {
-                        int64_t oh = ih * c.s[1] + bb * c.d[1] - c.pb[1];
-                        if (oh < 0 || oh >= c.out[1])
-                            continue;
-                        const float *sr = src + (id * c.in[1] + ih) * c.in[2];
-                        float *yr = ym + (od * c.out[1] + oh) * c.out[2];
-                        for (int64_t iw = 0; iw < c.in[2]; iw++) {
-                            int64_t ow = iw * c.s[2] + e * c.d[2] - c.pb[2];
-                            if (ow >= 0 && ow < c.out[2])
-                                yr[ow] += sr[iw];
-                        }
-                    }
-                }
-            }
+            // col[Mg*k, Pin] = W_g^T x_g, then scattered (col2im) into y;
+            // both split over the workers.
+            nn_sgemm_parallel(ctx, true, false, (int)c.K, (int)c.Pin, (int)c.Cg, 1, w, (int)c.K, x, (int)c.Pin, 0,
+                              col, (int)c.Pin);
+            convt_scatter t = { &c, col, y, (c.Mg + tasks - 1) / tasks };
+            nn_parallel(ctx, tasks, convt_scatter_task, &t);
             bias_act(n, B, g * c.Mg, c.Mg, y, c.P);
         }
     return 0;
