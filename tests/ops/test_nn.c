@@ -343,6 +343,33 @@ static void convtranspose_hand(void **state)
     int64_t ysh[4] = { 1, 1, 4, 4 };
     float want[16] = { 1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4 };
     expect(call_ok(&c, 2, in), 4, ysh, want, 1e-6f);
+
+    // Overlapping 3x3 windows at stride 2, pads 1, 3 -> 5 channels (split
+    // over the workers by output channel), against the sum written out.
+    enum { C = 3, M = 5, H = 4, W = 6, OH = 2 * H - 1, OW = 2 * W - 1 };
+    float x[C * H * W], w[C * M * 9], y[M * OH * OW] = { 0 };
+    for (int i = 0; i < C * H * W; i++)
+        x[i] = (float)((i * 7) % 11) - 5;
+    for (int i = 0; i < C * M * 9; i++)
+        w[i] = (float)((i * 5) % 13) / 13 - 0.5f;
+    for (int ci = 0; ci < C; ci++)
+        for (int m = 0; m < M; m++)
+            for (int ih = 0; ih < H; ih++)
+                for (int iw = 0; iw < W; iw++)
+                    for (int kh = 0; kh < 3; kh++)
+                        for (int kw = 0; kw < 3; kw++) {
+                            int oh = ih * 2 + kh - 1, ow = iw * 2 + kw - 1;
+                            if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
+                                y[(m * OH + oh) * OW + ow] +=
+                                    x[(ci * H + ih) * W + iw] * w[((ci * M + m) * 3 + kh) * 3 + kw];
+                        }
+    opcall c2 = { .op = "ConvTranspose" };
+    static const int64_t pads[4] = { 1, 1, 1, 1 };
+    attr_ints(&c2, "strides", 2, s);
+    attr_ints(&c2, "pads", 4, pads);
+    int64_t x2sh[4] = { 1, C, H, W }, w2sh[4] = { C, M, 3, 3 }, y2sh[4] = { 1, M, OH, OW };
+    reel_tensor *in2[2] = { ftensor(4, x2sh, x), ftensor(4, w2sh, w) };
+    expect(call_ok(&c2, 2, in2), 4, y2sh, y, 1e-5f);
 }
 
 static void gemm_broadcast(void **state)
